@@ -1,0 +1,86 @@
+// kbench devices: the GPUs, their datasheet peaks and the ceilings measured so far.
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include "apps/commands.h"
+#include "harness/ceilings.h"
+#include "harness/device.h"
+#include "harness/errors.h"
+#include "harness/output.h"
+
+namespace kbench::app {
+namespace {
+
+struct DevicesOptions {
+  bool json = false;
+  std::string ceilings = default_ceilings_path();
+};
+
+std::string fixed(double v, int digits = 1) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+void print_text(const DeviceInfo& d, const std::optional<Ceiling>& c) {
+  std::cout << "[" << d.index << "] " << d.name << "  (" << d.arch << ", " << d.sm_count
+            << " SMs, L2 " << fixed(d.l2_bytes / 1048576.0) << " MiB, "
+            << fixed(d.memory_bytes / 1e9) << " GB, driver " << d.driver << ", " << d.runtime << ")\n"
+            << "    peak bandwidth " << fixed(d.peak_gbps, 0) << " GB/s (" << d.peak_source << ")";
+  if (d.peak_bf16_tflops > 0) std::cout << ", bf16 " << fixed(d.peak_bf16_tflops, 0) << " TFLOP/s (datasheet)";
+  std::cout << "\n";
+  if (c)
+    std::cout << "    measured copy " << fixed(c->copy_gbps, 0) << " GB/s ("
+              << fixed(100 * c->copy_gbps / d.peak_gbps) << "% of peak)"
+              << (c->gemm_bf16_tflops > 0 ? ", bf16 GEMM " + fixed(c->gemm_bf16_tflops, 0) + " TFLOP/s" : "")
+              << "  [" << c->timestamp << "]\n";
+  else
+    std::cout << "    not calibrated (run `kbench calibrate`)\n";
+}
+
+std::string json_object(const DeviceInfo& d, const std::optional<Ceiling>& c) {
+  auto q = [](const std::string& s) { return "\"" + json_escape(s) + "\""; };
+  std::string out = "{\"index\": " + std::to_string(d.index) + ", \"name\": " + q(d.name) +
+                    ", \"slug\": " + q(d.slug) + ", \"arch\": " + q(d.arch) +
+                    ", \"sm_count\": " + std::to_string(d.sm_count) +
+                    ", \"l2_bytes\": " + std::to_string(d.l2_bytes) +
+                    ", \"memory_bytes\": " + std::to_string(d.memory_bytes) +
+                    ", \"driver\": " + q(d.driver) + ", \"runtime\": " + q(d.runtime) +
+                    ", \"peak_gbps\": " + fixed(d.peak_gbps) + ", \"peak_source\": " + q(d.peak_source) +
+                    ", \"peak_bf16_tflops\": " + fixed(d.peak_bf16_tflops);
+  if (c)
+    out += ", \"ceiling_copy_gbps\": " + fixed(c->copy_gbps) +
+           ", \"ceiling_gemm_bf16_tflops\": " + fixed(c->gemm_bf16_tflops) +
+           ", \"calibrated_at\": " + q(c->timestamp);
+  return out + "}";
+}
+
+int execute(const DevicesOptions& o) {
+  const int count = device_count();
+  if (count == 0) {
+    if (o.json) std::cout << "[]\n";
+    require_gpu();  // throws the one-line "no GPU" error
+  }
+  if (o.json) std::cout << "[\n";
+  for (int i = 0; i < count; ++i) {
+    const DeviceInfo d = query_device(i);
+    const std::optional<Ceiling> c = find_ceiling(o.ceilings, d.slug);
+    if (o.json) std::cout << "  " << json_object(d, c) << (i + 1 < count ? "," : "") << "\n";
+    else print_text(d, c);
+  }
+  if (o.json) std::cout << "]\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void setup_devices(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<DevicesOptions>();
+  CLI::App* cmd = app.add_subcommand("devices", "List GPUs: properties, datasheet peaks, measured ceilings");
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->add_option("--ceilings", o->ceilings, "Measured-ceilings file ($KBENCH_CEILINGS)")->capture_default_str();
+  cmd->callback([o, &exit_code] { exit_code = execute(*o); });
+}
+
+}  // namespace kbench::app

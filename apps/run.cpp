@@ -1,0 +1,137 @@
+// kbench run: check every selected point against its float64 reference, then time it.
+// kbench check: the same selection, correctness only; exit 1 on any failure.
+#include <filesystem>
+#include <iostream>
+
+#include "apps/commands.h"
+#include "apps/selection.h"
+#include "harness/ceilings.h"
+#include "harness/device.h"
+#include "harness/errors.h"
+#include "harness/metrics.h"
+#include "harness/output.h"
+
+namespace kbench::app {
+namespace {
+
+struct RunCommandOptions {
+  Selection selection;
+  std::string l2 = "cold";
+  TimingOptions timing;
+  std::string csv;          // "" = default path under results/runs/
+  bool no_csv = false;
+  std::string json;
+  std::string gbench_json;
+  std::string format = "table";
+  std::string ceilings = default_ceilings_path();
+  bool no_auto_calibrate = false;
+};
+
+// results/runs/<device-slug>-<first op>-<UTC time>.csv
+std::string default_csv_path(const RunOptions& options) {
+  std::string stamp = utc_timestamp();
+  std::erase(stamp, ':');
+  std::erase(stamp, '-');
+  const std::string slug = query_device(options.devices.front()).slug;
+  return "results/runs/" + slug + "-" + options.ops.front()->name + "-" + stamp + ".csv";
+}
+
+void add_timing_options(CLI::App* cmd, RunCommandOptions& o) {
+  cmd->add_option("--l2", o.l2, "L2 state for each sample: cold (flushed) | hot")
+      ->check(CLI::IsMember({"cold", "hot"}))->capture_default_str();
+  cmd->add_option("--samples", o.timing.samples, "Fixed samples per point (default: from --target-ms)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--min-samples", o.timing.min_samples, "Fewest samples per point")
+      ->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--max-samples", o.timing.max_samples, "Most samples per point")
+      ->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--target-ms", o.timing.target_ms, "Kernel time to accumulate per point")
+      ->check(CLI::Range(0.001, 1e6))->capture_default_str();
+  cmd->add_option("--max-noise", o.timing.max_noise_pct,
+                  "Re-measure with --max-samples when noise (stddev/mean, %) exceeds this; 0 = off")
+      ->check(CLI::Range(0.0, 1000.0))->capture_default_str();
+  cmd->add_option("--repetitions", o.timing.repetitions, "Google Benchmark repetitions per point")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+}
+
+void add_output_options(CLI::App* cmd, RunCommandOptions& o) {
+  cmd->add_option("--csv", o.csv, "CSV path (default: results/runs/<device>-<op>-<time>.csv)");
+  cmd->add_flag("--no-csv", o.no_csv, "Write no CSV");
+  cmd->add_option("--json", o.json, "Also write the rows as JSON to this path");
+  cmd->add_option("--gbench-json", o.gbench_json,
+                  "Write Google Benchmark's JSON (input for its tools/compare.py) to this path");
+  cmd->add_option("--format", o.format, "Terminal output: table | csv | json | none")
+      ->check(CLI::IsMember({"table", "csv", "json", "none"}))->capture_default_str();
+  cmd->add_option("--ceilings", o.ceilings, "Measured-ceilings file ($KBENCH_CEILINGS)")
+      ->capture_default_str();
+  cmd->add_flag("--no-auto-calibrate", o.no_auto_calibrate,
+                "Leave ceiling columns empty instead of measuring copy bandwidth when none is stored");
+}
+
+std::unique_ptr<Reporter> terminal_reporter(const std::string& format, bool with_timing) {
+  if (format == "table") return std::make_unique<ConsoleTable>(std::cout, with_timing);
+  if (format == "csv") return std::make_unique<CsvWriter>("/dev/stdout");
+  if (format == "json") return std::make_unique<JsonWriter>("/dev/stdout");
+  return nullptr;
+}
+
+int execute(const RunCommandOptions& o, bool measure) {
+  if (o.timing.min_samples > o.timing.max_samples)
+    throw UsageError("--min-samples " + std::to_string(o.timing.min_samples) +
+                     " exceeds --max-samples " + std::to_string(o.timing.max_samples));
+  RunOptions options;
+  resolve_selection(o.selection, options);  // exit 2 here, before any GPU call
+  options.measure = measure;
+  options.timing = o.timing;
+  options.timing.cold_l2 = o.l2 == "cold";
+  options.ceilings_path = o.ceilings;
+  options.auto_calibrate = !o.no_auto_calibrate;
+  options.gbench_json = o.gbench_json;
+  options.devices = resolve_devices(o.selection.device);  // exit 3 without a GPU
+
+  MultiReporter reporter;
+  std::string csv_path;
+  if (measure && !o.no_csv) {
+    csv_path = o.csv.empty() ? default_csv_path(options) : o.csv;
+    const std::filesystem::path p(csv_path);
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+    reporter.attach(std::make_unique<CsvWriter>(csv_path));
+  } else if (!o.csv.empty()) {
+    csv_path = o.csv;
+    reporter.attach(std::make_unique<CsvWriter>(csv_path));
+  }
+  if (!o.json.empty()) reporter.attach(std::make_unique<JsonWriter>(o.json));
+  if (auto terminal = terminal_reporter(o.format, measure)) reporter.attach(std::move(terminal));
+
+  const RunSummary summary = run_sweep(options, reporter);
+  reporter.finish();
+  std::cerr << "kbench: " << summary.rows << " rows: " << summary.passed << " pass, "
+            << summary.failed << " fail, " << summary.skipped << " skip, " << summary.errors
+            << " error" << (csv_path.empty() ? "" : " -> " + csv_path) << "\n";
+  return summary.failed > 0 ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+void setup_run(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<RunCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Check and time ops over a sweep; table on the terminal, CSV under results/");
+  add_selection_options(cmd, o->selection);
+  add_timing_options(cmd, *o);
+  add_output_options(cmd, *o);
+  cmd->callback([o, &exit_code] { exit_code = execute(*o, true); });
+}
+
+void setup_check(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<RunCommandOptions>();
+  CLI::App* cmd = app.add_subcommand("check", "Correctness only; exit 1 on any failure");
+  add_selection_options(cmd, o->selection);
+  cmd->add_option("--csv", o->csv, "Also write the rows as CSV to this path");
+  cmd->add_option("--json", o->json, "Also write the rows as JSON to this path");
+  cmd->add_option("--format", o->format, "Terminal output: table | csv | json | none")
+      ->check(CLI::IsMember({"table", "csv", "json", "none"}))->capture_default_str();
+  cmd->callback([o, &exit_code] { exit_code = execute(*o, false); });
+}
+
+}  // namespace kbench::app

@@ -1,0 +1,37 @@
+// Correctness: compares one device output (in its dtype) with the float64 reference.
+// An element passes when it is finite wherever the reference is finite and
+// |out - ref| <= atol + rtol * |ref|. NaN never passes, so an output element the kernel did
+// not write (the harness poisons outputs with NaN) fails.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "harness/dtype.h"
+#include "harness/registry.h"
+
+namespace kbench {
+
+struct CheckResult {
+  bool pass = true;
+  size_t bad_count = 0;
+  size_t first_bad = 0;      // index of the first failing element (when !pass)
+  double first_bad_out = 0;  // its value
+  double first_bad_ref = 0;  // and the reference's
+  double max_abs_err = 0;
+  double max_rel_err = 0;  // |out-ref| / |ref| over elements with ref != 0
+  double rel_l2_err = 0;   // ||out-ref|| / ||ref|| (||out-ref|| if ||ref|| == 0)
+};
+
+CheckResult check_output(const void* out, DType t, const std::vector<double>& ref,
+                         Tolerance tol);
+
+// Combines several outputs' results: pass if all pass, errors are the maxima.
+CheckResult combine(const std::vector<CheckResult>& parts);
+
+// One line for a failed output: "y: 3 of 4096 elements out of tolerance, first at 17: got nan,
+// want 0.25".
+std::string describe_failure(const std::string& output_name, const CheckResult& r,
+                             size_t numel);
+
+}  // namespace kbench

@@ -1,0 +1,97 @@
+#include "harness/gpu_kernels.h"
+
+#include <algorithm>
+
+#include "kernels/common/vec.h"
+
+namespace kbench {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void flush_l2_kernel(const int4* __restrict__ data, size_t count, int* sink) {
+  int acc = 0;
+  for (size_t i = blockIdx.x * size_t{kThreads} + threadIdx.x; i < count;
+       i += size_t{gridDim.x} * kThreads) {
+    const int4 v = data[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7fffffff) *sink = acc;  // practically never true; keeps the loads alive
+}
+
+__global__ void spin_kernel(int64_t cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+// Four independent 16-byte loads per thread per iteration keep enough bytes in flight.
+__global__ void copy_kernel(int4* __restrict__ dst, const int4* __restrict__ src, size_t count) {
+  constexpr int kUnroll = 4;
+  const size_t stride = size_t{gridDim.x} * kThreads;
+  size_t i = blockIdx.x * size_t{kThreads} + threadIdx.x;
+  for (; i + (kUnroll - 1) * stride < count; i += kUnroll * stride) {
+    int4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = src[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) dst[i + u * stride] = v[u];
+  }
+  for (; i < count; i += stride) dst[i] = src[i];
+}
+
+template <class T>
+__global__ void fill_kernel(T* dst, size_t count, T value) {
+  for (size_t i = blockIdx.x * size_t{kThreads} + threadIdx.x; i < count;
+       i += size_t{gridDim.x} * kThreads)
+    dst[i] = value;
+}
+
+int grid_for(size_t items, int sm_count, int blocks_per_sm) {
+  const size_t needed = (items + kThreads - 1) / kThreads;
+  return static_cast<int>(std::max<size_t>(1, std::min<size_t>(needed,
+                                                                size_t(sm_count) * blocks_per_sm)));
+}
+
+int* flush_sink() {
+  static int* sink = [] {
+    int* p = nullptr;
+    KB_GPU_CHECK(gpuMalloc(&p, sizeof(int)));
+    return p;
+  }();
+  return sink;
+}
+
+}  // namespace
+
+void launch_flush_l2(const void* buffer, size_t bytes, int sm_count, gpuStream_t stream) {
+  const size_t count = bytes / sizeof(int4);
+  flush_l2_kernel<<<grid_for(count, sm_count, 8), kThreads, 0, stream>>>(
+      static_cast<const int4*>(buffer), count, flush_sink());
+  KB_GPU_CHECK_LAUNCH();
+}
+
+void launch_spin(int64_t cycles, gpuStream_t stream) {
+  spin_kernel<<<1, 1, 0, stream>>>(cycles);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+void launch_copy(void* dst, const void* src, size_t bytes, int sm_count, gpuStream_t stream) {
+  const size_t count = bytes / sizeof(int4);
+  copy_kernel<<<grid_for(count, sm_count, 8), kThreads, 0, stream>>>(
+      static_cast<int4*>(dst), static_cast<const int4*>(src), count);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+void launch_fill(void* dst, size_t count, int element_bytes, uint32_t pattern,
+                 gpuStream_t stream) {
+  const int grid = grid_for(count, 1024, 1);
+  if (element_bytes == 2)
+    fill_kernel<<<grid, kThreads, 0, stream>>>(static_cast<uint16_t*>(dst), count,
+                                               static_cast<uint16_t>(pattern));
+  else
+    fill_kernel<<<grid, kThreads, 0, stream>>>(static_cast<uint32_t*>(dst), count, pattern);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+}  // namespace kbench

@@ -1,0 +1,26 @@
+// Device helpers the harness itself launches: L2 flush, a busy-wait that hides launch
+// latency, a vectorized copy (for calibration) and a pattern fill (for NaN poisoning).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/common/compat.h"
+
+namespace kbench {
+
+// Reads every byte of `buffer` (bytes a multiple of 16) so the L2 holds only clean lines of
+// it afterwards: a cold start for the next kernel without dirty lines left to write back.
+void launch_flush_l2(const void* buffer, size_t bytes, int sm_count, gpuStream_t stream);
+
+// Keeps the GPU busy for about `cycles` SM clock cycles so the work queued behind it starts
+// back to back, with the host's launch latency out of the measured interval.
+void launch_spin(int64_t cycles, gpuStream_t stream);
+
+// dst = src over `bytes` (a multiple of 16), 16-byte accesses, several loads in flight.
+void launch_copy(void* dst, const void* src, size_t bytes, int sm_count, gpuStream_t stream);
+
+// Fills `count` elements of `element_bytes` (2 or 4) with `pattern` (its low bytes).
+void launch_fill(void* dst, size_t count, int element_bytes, uint32_t pattern,
+                 gpuStream_t stream);
+
+}  // namespace kbench

@@ -1,0 +1,36 @@
+// Seeded random inputs: the bytes a kernel reads and, element for element, the same values
+// as float64 for the reference (rounded to the tensor's dtype first, so both see one input).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/dtype.h"
+#include "harness/registry.h"
+
+namespace kbench {
+
+struct HostTensor {
+  DType dtype = DType::f32;
+  int64_t numel = 0;
+  std::vector<unsigned char> bytes;  // device layout
+  std::vector<double> values;        // the same values, exactly, as double
+};
+
+DType tensor_dtype(const TensorSpec& spec, DType run_dtype);
+
+// A seed for one tensor of one point, derived from the run's seed, so every point's inputs
+// are reproducible on their own (a point does not depend on which points ran before it).
+uint64_t tensor_seed(uint64_t run_seed, const std::string& op, DType t, const Shape& s,
+                     size_t tensor_index);
+
+// Values from spec.init, never exactly zero for Init::normal's bulk (zeros hide unwritten
+// outputs). Generated in parallel chunks with per-chunk generators: deterministic for a seed.
+HostTensor make_input(const TensorSpec& spec, DType run_dtype, const Shape& shape,
+                      uint64_t seed);
+
+// Host bytes per element a point needs for its inputs and reference outputs (to refuse
+// points that would not fit in host memory before allocating anything).
+double host_bytes_per_element(DType t);
+
+}  // namespace kbench

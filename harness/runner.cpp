@@ -1,0 +1,376 @@
+#include "harness/runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <optional>
+
+#include "harness/buffer.h"
+#include "harness/calibrate.h"
+#include "harness/ceilings.h"
+#include "harness/check.h"
+#include "harness/errors.h"
+#include "harness/gpu_kernels.h"
+#include "harness/inputs.h"
+#include "harness/metrics.h"
+#include "harness/version.h"
+
+namespace kbench {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double physical_memory_bytes() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+std::string gigabytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  return buf;
+}
+
+uint32_t nan_pattern(DType t) {
+  switch (t) {
+    case DType::f32: return 0x7fc00000u;
+    case DType::f16: return 0x7e00u;
+    case DType::bf16: return 0x7fc0u;
+  }
+  return 0;
+}
+
+// One device's context for the whole sweep.
+struct DeviceSession {
+  DeviceInfo info;
+  gpuStream_t stream = nullptr;
+  double ceiling_gbps = 0;
+  std::optional<Timer> timer;
+};
+
+// Element counts of an op's tensors for a shape; nullopt when one overflows.
+std::optional<std::vector<int64_t>> tensor_sizes(const std::vector<TensorSpec>& specs,
+                                                 const Shape& s) {
+  std::vector<int64_t> sizes;
+  for (const TensorSpec& spec : specs) {
+    const int64_t n = spec.numel(s);
+    if (n < 0) return std::nullopt;
+    sizes.push_back(n);
+  }
+  return sizes;
+}
+
+double total_bytes(const std::vector<TensorSpec>& specs, const std::vector<int64_t>& sizes,
+                   DType run, bool host) {
+  double total = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const DType t = tensor_dtype(specs[i], run);
+    total += static_cast<double>(sizes[i]) * (host ? host_bytes_per_element(t) : dtype_size(t));
+  }
+  return total;
+}
+
+// Everything one (op, dtype, shape) needs, shared by its impls.
+struct PointData {
+  std::vector<HostTensor> inputs;
+  std::vector<DeviceBuffer> device_inputs;
+  std::vector<std::vector<double>> reference;  // one per output
+  std::vector<int64_t> output_sizes;
+};
+
+class SweepRunner {
+ public:
+  SweepRunner(const RunOptions& options, Reporter& reporter)
+      : options_(options), reporter_(reporter) {}
+
+  RunSummary run() {
+    for (int index : options_.devices) run_device(index);
+    return summary_;
+  }
+
+ private:
+  void run_device(int index) {
+    DeviceSession session;
+    session.info = query_device(index);
+    KB_GPU_CHECK(gpuSetDevice(index));
+    KB_GPU_CHECK(gpuStreamCreate(&session.stream));
+    session.ceiling_gbps = ceiling_for(session);
+    if (options_.measure) session.timer.emplace(session.info, session.stream);
+    device_ = &session;
+    for (const OpDescriptor* op : options_.ops)
+      for (DType t : dtypes_for(*op))
+        for (const Shape& s : shapes_for(*op)) run_point(*op, t, s);
+    if (session.timer && !options_.gbench_json.empty()) {
+      std::string path = options_.gbench_json;
+      if (options_.devices.size() > 1) path += "." + std::to_string(index);
+      session.timer->write_gbench_json(path);
+    }
+    session.timer.reset();
+    (void)gpuStreamDestroy(session.stream);
+    device_ = nullptr;
+  }
+
+  double ceiling_for(const DeviceSession& s) {
+    if (auto stored = find_ceiling(options_.ceilings_path, s.info.slug)) return stored->copy_gbps;
+    if (!options_.measure || !options_.auto_calibrate) return 0;
+    std::cerr << "kbench: no stored ceiling for " << s.info.name
+              << "; measuring copy bandwidth (kbench calibrate does this on purpose)\n";
+    Ceiling c = measure_copy_ceiling(s.info, s.stream);
+    store_ceiling(options_.ceilings_path, c);
+    return c.copy_gbps;
+  }
+
+  std::vector<DType> dtypes_for(const OpDescriptor& op) const {
+    if (options_.dtypes.empty()) return op.dtypes;
+    std::vector<DType> out;
+    for (DType t : options_.dtypes)
+      if (std::find(op.dtypes.begin(), op.dtypes.end(), t) != op.dtypes.end()) out.push_back(t);
+    return out;
+  }
+
+  const std::vector<Shape>& shapes_for(const OpDescriptor& op) const {
+    return options_.shapes.empty() ? op.sweep(options_.sweep) : options_.shapes;
+  }
+
+  std::vector<const ImplDescriptor*> impls_for(const OpDescriptor& op, DType t) const {
+    std::vector<const ImplDescriptor*> out;
+    for (const ImplDescriptor* impl : Registry::instance().impls_of(op.name)) {
+      const bool named = options_.impls.empty() ||
+                         std::find(options_.impls.begin(), options_.impls.end(), impl->name) !=
+                             options_.impls.end();
+      const bool has_dtype =
+          std::find(impl->dtypes.begin(), impl->dtypes.end(), t) != impl->dtypes.end();
+      if (named && has_dtype) out.push_back(impl);
+    }
+    return out;
+  }
+
+  ResultRow base_row(const OpDescriptor& op, const ImplDescriptor& impl, DType t,
+                     const Shape& s) const {
+    const DeviceInfo& d = device_->info;
+    ResultRow r;
+    r.kbench_version = kVersion;
+    r.timestamp = utc_timestamp();
+    r.device = d.name;
+    r.device_slug = d.slug;
+    r.arch = d.arch;
+    r.sm_count = d.sm_count;
+    r.driver = d.driver;
+    r.runtime = d.runtime;
+    r.op = op.name;
+    r.impl = impl.name;
+    r.dtype = std::string(dtype_name(t));
+    r.shape = shape_to_string(s);
+    r.m = s.m;
+    r.n = s.n;
+    r.k = s.k;
+    r.l2 = options_.timing.cold_l2 ? "cold" : "hot";
+    for (double* f : {&r.median_us, &r.mean_us, &r.min_us, &r.p10_us, &r.p90_us, &r.stddev_us,
+                      &r.noise_pct, &r.sm_clock_mhz, &r.gbps, &r.tflops, &r.peak_pct,
+                      &r.ceiling_pct, &r.max_abs_err, &r.max_rel_err, &r.rel_l2_err})
+      *f = kNaN;
+    r.bytes = op.bytes(s, t);
+    r.flops = op.flops(s, t);
+    r.intensity = r.bytes > 0 ? r.flops / r.bytes : kNaN;
+    r.peak_gbps = d.peak_gbps > 0 ? d.peak_gbps : kNaN;
+    r.ceiling_gbps = device_->ceiling_gbps > 0 ? device_->ceiling_gbps : kNaN;
+    const Tolerance tol = op.tolerance(0, t, s);
+    r.atol = tol.atol;
+    r.rtol = tol.rtol;
+    return r;
+  }
+
+  void emit(ResultRow& row) {
+    ++summary_.rows;
+    if (row.status == "pass") ++summary_.passed;
+    else if (row.status == "fail") ++summary_.failed;
+    else if (row.status == "skip") ++summary_.skipped;
+    else ++summary_.errors;
+    reporter_.add(row);
+  }
+
+  void skip_all(const OpDescriptor& op, const std::vector<const ImplDescriptor*>& impls, DType t,
+                const Shape& s, const std::string& why) {
+    for (const ImplDescriptor* impl : impls) {
+      ResultRow row = base_row(op, *impl, t, s);
+      row.status = "skip";
+      row.note = why;
+      emit(row);
+    }
+  }
+
+  // Why a point cannot run on this machine at all, before anything is allocated.
+  std::optional<std::string> point_too_large(const OpDescriptor& op, DType t, const Shape& s) const {
+    auto in = tensor_sizes(op.inputs, s);
+    auto out = tensor_sizes(op.outputs, s);
+    if (!in || !out) return "shape " + shape_to_string(s) + " too large: element count overflows";
+    const double device_need = total_bytes(op.inputs, *in, t, false) +
+                               total_bytes(op.outputs, *out, t, false);
+    const double device_free = static_cast<double>(device_free_bytes());
+    if (device_need > 0.95 * device_free)
+      return "needs " + gigabytes(device_need) + " of GPU memory, " + gigabytes(device_free) + " free";
+    const double host_need = total_bytes(op.inputs, *in, t, true) + total_bytes(op.outputs, *out, t, true);
+    if (host_need > 0.8 * physical_memory_bytes())
+      return "reference needs " + gigabytes(host_need) + " of host memory, " +
+             gigabytes(physical_memory_bytes()) + " installed";
+    return std::nullopt;
+  }
+
+  PointData prepare(const OpDescriptor& op, DType t, const Shape& s) const {
+    PointData p;
+    ReferenceArgs ref;
+    ref.shape = s;
+    ref.eps = op.eps;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      p.inputs.push_back(make_input(op.inputs[i], t, s, tensor_seed(options_.seed, op.name, t, s, i)));
+      p.device_inputs.emplace_back(p.inputs.back().bytes.size());
+      p.device_inputs.back().upload(p.inputs.back().bytes.data(), p.inputs.back().bytes.size());
+    }
+    for (const HostTensor& h : p.inputs) ref.inputs.push_back(&h.values);
+    p.output_sizes = *tensor_sizes(op.outputs, s);
+    p.reference.resize(op.outputs.size());
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      p.reference[i].resize(static_cast<size_t>(p.output_sizes[i]));
+      ref.outputs.push_back(&p.reference[i]);
+    }
+    op.reference(ref);
+    return p;
+  }
+
+  void run_point(const OpDescriptor& op, DType t, const Shape& s) {
+    const std::vector<const ImplDescriptor*> impls = impls_for(op, t);
+    if (impls.empty()) return;
+    if (auto why = point_too_large(op, t, s)) return skip_all(op, impls, t, s, *why);
+    std::optional<PointData> data;
+    try {
+      data.emplace(prepare(op, t, s));
+    } catch (const OutOfDeviceMemory& e) {
+      return skip_all(op, impls, t, s, e.what());
+    }
+    for (const ImplDescriptor* impl : impls) run_impl(op, *impl, t, s, *data);
+  }
+
+  void run_impl(const OpDescriptor& op, const ImplDescriptor& impl, DType t, const Shape& s,
+                PointData& data) {
+    ResultRow row = base_row(op, impl, t, s);
+    if (impl.rejects) {
+      if (auto why = impl.rejects(s, t)) {
+        row.status = "skip";
+        row.note = *why;
+        return emit(row);
+      }
+    }
+    try {
+      run_checked_and_timed(op, impl, t, s, data, row);
+    } catch (const OutOfDeviceMemory& e) {
+      row.status = "skip";
+      row.note = e.what();
+    } catch (const RuntimeFailure& e) {
+      row.status = "error";
+      row.note = e.what();
+      emit(row);
+      throw RuntimeFailure("GPU failure at " + op.name + "/" + impl.name + "/" +
+                           std::string(dtype_name(t)) + "/" + shape_to_string(s) + ": " + e.what());
+    }
+    emit(row);
+  }
+
+  void run_checked_and_timed(const OpDescriptor& op, const ImplDescriptor& impl, DType t,
+                             const Shape& s, PointData& data, ResultRow& row) {
+    gpuStream_t stream = device_->stream;
+    std::vector<DeviceBuffer> outputs;
+    for (size_t i = 0; i < op.outputs.size(); ++i)
+      outputs.emplace_back(static_cast<size_t>(data.output_sizes[i]) *
+                           dtype_size(tensor_dtype(op.outputs[i], t)));
+    const size_t ws_bytes =
+        impl.workspace_bytes ? impl.workspace_bytes(s, t, device_->info.sm_count) : 0;
+    DeviceBuffer workspace(ws_bytes);
+
+    LaunchArgs args;
+    args.shape = s;
+    args.dtype = t;
+    args.eps = static_cast<float>(op.eps);
+    for (const DeviceBuffer& b : data.device_inputs) args.inputs.push_back(b.get());
+    for (DeviceBuffer& b : outputs) args.outputs.push_back(b.get());
+    args.workspace = workspace.get();
+    args.workspace_bytes = ws_bytes;
+    args.sm_count = device_->info.sm_count;
+    args.stream = stream;
+
+    // Correctness: poison every output with NaN, launch once, compare with the reference.
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      const DType ot = tensor_dtype(op.outputs[i], t);
+      launch_fill(outputs[i].get(), static_cast<size_t>(data.output_sizes[i]),
+                  static_cast<int>(dtype_size(ot)), nan_pattern(ot), stream);
+    }
+    impl.launch(args);
+    KB_GPU_CHECK(gpuStreamSynchronize(stream));
+    check_outputs(op, t, s, data, outputs, row);
+
+    if (!options_.measure) return;
+    const std::string name = op.name + "/" + impl.name + "/" + std::string(dtype_name(t)) + "/" +
+                             shape_to_string(s) + "/" + row.l2;
+    Measurement m = device_->timer->measure(name, [&] { impl.launch(args); }, options_.timing);
+    fill_timing_and_work(row, m.us, row.bytes, row.flops, device_->info.peak_gbps,
+                         device_->ceiling_gbps);
+    row.sm_clock_mhz = m.sm_clock_mhz > 0 ? m.sm_clock_mhz : kNaN;
+    if (!m.note.empty()) row.note += (row.note.empty() ? "" : "; ") + m.note;
+  }
+
+  void check_outputs(const OpDescriptor& op, DType t, const Shape& s, const PointData& data,
+                     const std::vector<DeviceBuffer>& outputs, ResultRow& row) const {
+    std::vector<CheckResult> parts;
+    std::vector<unsigned char> host;
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      const DType ot = tensor_dtype(op.outputs[i], t);
+      const size_t numel = static_cast<size_t>(data.output_sizes[i]);
+      host.resize(numel * dtype_size(ot));
+      outputs[i].download(host.data(), host.size());
+      parts.push_back(check_output(host.data(), ot, data.reference[i], op.tolerance(i, t, s)));
+      if (!parts.back().pass) {
+        const std::string why = describe_failure(op.outputs[i].name, parts.back(), numel);
+        row.note += (row.note.empty() ? "" : "; ") + why;
+        if (options_.verbose) std::cerr << "kbench: " << row.op << "/" << row.impl << " " << why << "\n";
+      }
+    }
+    const CheckResult all = combine(parts);
+    row.max_abs_err = all.max_abs_err;
+    row.max_rel_err = all.max_rel_err;
+    row.rel_l2_err = all.rel_l2_err;
+    row.status = all.pass ? "pass" : "fail";
+  }
+
+  const RunOptions& options_;
+  Reporter& reporter_;
+  RunSummary summary_;
+  DeviceSession* device_ = nullptr;
+};
+
+}  // namespace
+
+void validate_impl_names(const std::vector<const OpDescriptor*>& ops,
+                         const std::vector<std::string>& impls) {
+  for (const std::string& name : impls) {
+    bool found = false;
+    std::vector<std::string> valid;
+    for (const OpDescriptor* op : ops)
+      for (const ImplDescriptor* impl : Registry::instance().impls_of(op->name)) {
+        found = found || impl->name == name;
+        if (std::find(valid.begin(), valid.end(), impl->name) == valid.end()) valid.push_back(impl->name);
+      }
+    if (!found) {
+      std::string list;
+      for (const std::string& v : valid) list += (list.empty() ? "" : ", ") + v;
+      throw UsageError("unknown impl '" + name + "' (valid: " + list + ")");
+    }
+  }
+}
+
+RunSummary run_sweep(const RunOptions& options, Reporter& reporter) {
+  SweepRunner runner(options, reporter);
+  return runner.run();
+}
+
+}  // namespace kbench

@@ -1,0 +1,43 @@
+// The sweep: for every device x op x dtype x shape, draw inputs and compute the float64
+// reference once, then for every impl poison the outputs, launch, check, and (for `run`)
+// time. Each row goes to the reporter as soon as it exists.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/output.h"
+#include "harness/registry.h"
+#include "harness/timing.h"
+
+namespace kbench {
+
+struct RunOptions {
+  std::vector<const OpDescriptor*> ops;
+  std::vector<std::string> impls;  // empty: all; else names, each valid for some selected op
+  std::vector<DType> dtypes;       // empty: each op's dtypes
+  std::vector<Shape> shapes;       // empty: the op's sweep at `sweep`
+  SweepLevel sweep = SweepLevel::standard;
+  std::vector<int> devices = {0};
+  bool measure = true;             // false: correctness only (`kbench check`)
+  TimingOptions timing;
+  uint64_t seed = 0x6b62656e6368ull;
+  std::string ceilings_path;       // where measured ceilings are read (and auto-stored)
+  bool auto_calibrate = true;      // measure the copy ceiling when none is stored
+  std::string gbench_json;         // "" or a path for Google Benchmark's JSON
+  bool verbose = false;            // per-output failure details on stderr
+};
+
+struct RunSummary {
+  int rows = 0, passed = 0, failed = 0, skipped = 0, errors = 0;
+};
+
+// Resolves --impl names against the selected ops (UsageError for a name no op has).
+void validate_impl_names(const std::vector<const OpDescriptor*>& ops,
+                         const std::vector<std::string>& impls);
+
+// Runs the sweep. Throws RuntimeFailure on a GPU fault after reporting an `error` row that
+// names the point (earlier rows are already written).
+RunSummary run_sweep(const RunOptions& options, Reporter& reporter);
+
+}  // namespace kbench

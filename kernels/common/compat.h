@@ -1,0 +1,114 @@
+// One source, two runtimes: the host runtime API under a `gpu` spelling that maps to CUDA or
+// HIP, and KB_GPU_CHECK, which throws kbench::RuntimeFailure with file, line and call text.
+// Host code outside this header never names cuda* or hip* directly.
+#pragma once
+#include <sstream>
+
+#include "harness/errors.h"
+
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+#include <hip/hip_runtime.h>
+#define KBENCH_RUNTIME_NAME "HIP"
+using gpuError_t = hipError_t;
+using gpuStream_t = hipStream_t;
+using gpuEvent_t = hipEvent_t;
+using gpuDeviceProp = hipDeviceProp_t;
+inline constexpr gpuError_t gpuSuccess = hipSuccess;
+inline constexpr gpuError_t gpuErrorMemoryAllocation = hipErrorOutOfMemory;
+#define gpuGetErrorString hipGetErrorString
+#define gpuGetLastError hipGetLastError
+#define gpuGetDeviceCount hipGetDeviceCount
+#define gpuSetDevice hipSetDevice
+#define gpuGetDevice hipGetDevice
+#define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuDeviceGetPCIBusId hipDeviceGetPCIBusId
+#define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuDevAttrMemoryClockRate hipDeviceAttributeMemoryClockRate
+#define gpuDevAttrClockRate hipDeviceAttributeClockRate
+#define gpuDriverGetVersion hipDriverGetVersion
+#define gpuRuntimeGetVersion hipRuntimeGetVersion
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
+#define gpuMemGetInfo hipMemGetInfo
+#define gpuMemcpy hipMemcpy
+#define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemset hipMemset
+#define gpuMemsetAsync hipMemsetAsync
+#define gpuMemcpyHostToDevice hipMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define gpuDeviceSynchronize hipDeviceSynchronize
+#define gpuStreamCreate hipStreamCreate
+#define gpuStreamDestroy hipStreamDestroy
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuEventCreate hipEventCreate
+#define gpuEventDestroy hipEventDestroy
+#define gpuEventRecord hipEventRecord
+#define gpuEventSynchronize hipEventSynchronize
+#define gpuEventElapsedTime hipEventElapsedTime
+#define gpuFuncSetAttribute hipFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+#else
+#include <cuda_runtime.h>
+#define KBENCH_RUNTIME_NAME "CUDA"
+using gpuError_t = cudaError_t;
+using gpuStream_t = cudaStream_t;
+using gpuEvent_t = cudaEvent_t;
+using gpuDeviceProp = cudaDeviceProp;
+inline constexpr gpuError_t gpuSuccess = cudaSuccess;
+inline constexpr gpuError_t gpuErrorMemoryAllocation = cudaErrorMemoryAllocation;
+#define gpuGetErrorString cudaGetErrorString
+#define gpuGetLastError cudaGetLastError
+#define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuSetDevice cudaSetDevice
+#define gpuGetDevice cudaGetDevice
+#define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuDeviceGetPCIBusId cudaDeviceGetPCIBusId
+#define gpuDeviceGetAttribute cudaDeviceGetAttribute
+#define gpuDevAttrMemoryClockRate cudaDevAttrMemoryClockRate
+#define gpuDevAttrClockRate cudaDevAttrClockRate
+#define gpuDriverGetVersion cudaDriverGetVersion
+#define gpuRuntimeGetVersion cudaRuntimeGetVersion
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
+#define gpuMemGetInfo cudaMemGetInfo
+#define gpuMemcpy cudaMemcpy
+#define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemset cudaMemset
+#define gpuMemsetAsync cudaMemsetAsync
+#define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuDeviceSynchronize cudaDeviceSynchronize
+#define gpuStreamCreate cudaStreamCreate
+#define gpuStreamDestroy cudaStreamDestroy
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuEventCreate cudaEventCreate
+#define gpuEventDestroy cudaEventDestroy
+#define gpuEventRecord cudaEventRecord
+#define gpuEventSynchronize cudaEventSynchronize
+#define gpuEventElapsedTime cudaEventElapsedTime
+#define gpuFuncSetAttribute cudaFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#endif
+
+namespace kbench {
+
+[[noreturn]] inline void throw_gpu_error(gpuError_t err, const char* call, const char* file,
+                                         int line) {
+  std::ostringstream msg;
+  msg << KBENCH_RUNTIME_NAME << " error " << gpuGetErrorString(err) << " in " << call << " at "
+      << file << ":" << line;
+  throw RuntimeFailure(msg.str());
+}
+
+}  // namespace kbench
+
+#define KB_GPU_CHECK(call)                                                   \
+  do {                                                                       \
+    gpuError_t kb_err_ = (call);                                             \
+    if (kb_err_ != gpuSuccess) kbench::throw_gpu_error(kb_err_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+// After a kernel launch: catches bad launch configurations at the launch site.
+#define KB_GPU_CHECK_LAUNCH() KB_GPU_CHECK(gpuGetLastError())

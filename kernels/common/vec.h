@@ -1,0 +1,136 @@
+// One 16-byte vector type for any element type (llm.c's Packed128 idea): 8 bf16/fp16 or 4
+// fp32 per load, so every memory instruction moves the widest unit the hardware has.
+#pragma once
+#include <cstdint>
+
+#include "kernels/common/dtypes.h"
+
+namespace kbench {
+
+template <class T>
+struct alignas(16) Vec16 {
+  static constexpr int kSize = 16 / sizeof(T);
+  T v[kSize];
+};
+
+// Caller guarantees 16-byte alignment of p + i.
+template <class T>
+__device__ __forceinline__ Vec16<T> load_vec(const T* p) {
+  Vec16<T> r;
+  *reinterpret_cast<int4*>(&r) = *reinterpret_cast<const int4*>(p);
+  return r;
+}
+
+// Streaming load: data read once, not worth keeping in L1 (ld.global.cs on CUDA).
+template <class T>
+__device__ __forceinline__ Vec16<T> load_vec_stream(const T* p) {
+  Vec16<T> r;
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+  // The builtin takes clang vector types only, not HIP's int4 struct.
+  typedef int native_int4 __attribute__((ext_vector_type(4)));
+  *reinterpret_cast<native_int4*>(&r) =
+      __builtin_nontemporal_load(reinterpret_cast<const native_int4*>(p));
+#else
+  *reinterpret_cast<int4*>(&r) = __ldcs(reinterpret_cast<const int4*>(p));
+#endif
+  return r;
+}
+
+template <class T>
+__device__ __forceinline__ void store_vec(T* p, const Vec16<T>& v) {
+  *reinterpret_cast<int4*>(p) = *reinterpret_cast<const int4*>(&v);
+}
+
+// All-zero bits: 0.0 in fp32, fp16 and bf16 alike.
+template <class T>
+__device__ __forceinline__ Vec16<T> zero_vec() {
+  Vec16<T> r;
+  *reinterpret_cast<int4*>(&r) = make_int4(0, 0, 0, 0);
+  return r;
+}
+
+// ----- pairs --------------------------------------------------------------------------------
+// Elements 2j and 2j+1 of a pack as a float2, and back (rounded to nearest even). Kernels that
+// keep packs in registers should touch them through these: accessed one 16-bit element at a
+// time, the compiler gives every element its own 32-bit register (ptxas showed twice the
+// registers and spills); accessed by pairs, two elements share a register.
+__device__ __forceinline__ float2 get_pair(const Vec16<float>& v, int j) {
+  return make_float2(v.v[2 * j], v.v[2 * j + 1]);
+}
+__device__ __forceinline__ void set_pair(Vec16<float>& v, int j, float2 f) {
+  v.v[2 * j] = f.x;
+  v.v[2 * j + 1] = f.y;
+}
+__device__ __forceinline__ float2 get_pair(const Vec16<half_t>& v, int j) {
+  return __half22float2(reinterpret_cast<const __half2*>(v.v)[j]);
+}
+__device__ __forceinline__ void set_pair(Vec16<half_t>& v, int j, float2 f) {
+  reinterpret_cast<__half2*>(v.v)[j] = __floats2half2_rn(f.x, f.y);
+}
+// bf16 -> float is a 16-bit shift: done on the 32-bit word it stays two integer ops per pair
+// (sm_90's cvt.f32.bf16 splits the word into 16-bit registers first, which cost ptxas spills).
+__device__ __forceinline__ float2 get_pair(const Vec16<bf16_t>& v, int j) {
+  const uint32_t word = reinterpret_cast<const uint32_t*>(v.v)[j];
+  return make_float2(__uint_as_float(word << 16), __uint_as_float(word & 0xffff0000u));
+}
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+__device__ __forceinline__ void set_pair(Vec16<bf16_t>& v, int j, float2 f) {
+  reinterpret_cast<uint32_t*>(v.v)[j] = static_cast<uint32_t>(from_float<bf16_t>(f.x).bits) |
+                                        static_cast<uint32_t>(from_float<bf16_t>(f.y).bits) << 16;
+}
+#else
+__device__ __forceinline__ void set_pair(Vec16<bf16_t>& v, int j, float2 f) {
+  reinterpret_cast<__nv_bfloat162*>(v.v)[j] = __floats2bfloat162_rn(f.x, f.y);
+}
+#endif
+
+// An empty asm that "may change" the pack's 32-bit words: the compiler can no longer reuse
+// float conversions made before this point, nor hoist conversions made after it. Held packs
+// (a row in registers, w across rows) then stay packed, V/2 registers per 16-bit pack, instead
+// of living on as V floats (ptxas: 64 registers and spills without it). Costs no instruction.
+template <class T>
+__device__ __forceinline__ void keep_packed(Vec16<T>& v) {
+  uint32_t* words = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+    asm volatile("" : "+v"(words[i]));
+#else
+    asm volatile("" : "+r"(words[i]));
+#endif
+  }
+}
+
+// Scalar-access variants for rows that are not 16-byte aligned or whose length is not a
+// multiple of kSize: touch only the first `valid` elements at p (valid <= 0: none, >= kSize:
+// all). Missing elements load as 0, so padded slots add nothing to sums. They go through
+// pairs (exact for every dtype) so the pack stays two elements per register.
+template <class T>
+__device__ __forceinline__ Vec16<T> load_vec_partial(const T* p, int64_t valid) {
+  Vec16<T> r;
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float lo = 2 * j < valid ? to_float(p[2 * j]) : 0.f;
+    const float hi = 2 * j + 1 < valid ? to_float(p[2 * j + 1]) : 0.f;
+    set_pair(r, j, make_float2(lo, hi));
+  }
+  return r;
+}
+
+template <class T>
+__device__ __forceinline__ void store_vec_partial(T* p, const Vec16<T>& v, int64_t valid) {
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 f = get_pair(v, j);
+    if (2 * j < valid) p[2 * j] = from_float<T>(f.x);
+    if (2 * j + 1 < valid) p[2 * j + 1] = from_float<T>(f.y);
+  }
+}
+
+// True when rows of n elements of T starting at base keep 16-byte alignment.
+template <class T>
+inline bool rows_are_vec16_aligned(const void* base, int64_t n) {
+  return reinterpret_cast<uintptr_t>(base) % 16 == 0 && (n * sizeof(T)) % 16 == 0;
+}
+
+}  // namespace kbench

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The command line on a GPU: run/check/calibrate/devices end to end. Exit 77 (skipped) without one.
+set -u
+kbench=$1
+"$kbench" devices >/dev/null 2>&1 || { echo "no GPU: skipped"; exit 77; }
+failures=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export KBENCH_CEILINGS=$tmp/ceilings.csv
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+"$kbench" calibrate --no-gemm --runs 5 || fail "calibrate exit $?"
+grep -q copy_gbps "$tmp/ceilings.csv" || fail "calibrate stored nothing"
+"$kbench" devices --json | python3 -m json.tool >/dev/null || fail "devices --json"
+
+# A point too large for the GPU is a skip row; the sweep goes on and the next point passes.
+"$kbench" run rmsnorm --dtype bf16 --shape 4096x99999999999,256x1024 --csv "$tmp/a.csv" --samples 5
+rc=$?
+[[ $rc -eq 0 ]] || fail "run with an oversized point: exit $rc"
+grep -q ',skip,' "$tmp/a.csv" || fail "no skip row for 4096x99999999999"
+grep -q '256x1024.*,pass,' "$tmp/a.csv" || fail "no pass row after the skipped point"
+
+"$kbench" check rmsnorm rmsnorm_bwd --shape 7x4097 || fail "check exit $?"
+"$kbench" run rmsnorm --impl v1_naive --dtype fp32 --shape 1024x1024 --l2 hot --samples 5 \
+  --no-csv --json "$tmp/r.json" --gbench-json "$tmp/gb.json" || fail "run --l2 hot"
+python3 -m json.tool "$tmp/r.json" >/dev/null || fail "--json output is not JSON"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['benchmarks']" "$tmp/gb.json" \
+  || fail "--gbench-json has no benchmarks"
+
+echo "cli_gpu: $failures failure(s)"
+[[ $failures -eq 0 ]]

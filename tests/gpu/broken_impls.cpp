@@ -1,0 +1,43 @@
+// Test-only rmsnorm impls that must fail the check: they run the real v1_naive and then
+// damage the last output element. Registered only in the GPU test program.
+#include <vector>
+
+#include "harness/registry.h"
+#include "kernels/common/compat.h"
+
+namespace kbench {
+namespace {
+
+void run_real(const LaunchArgs& args) {
+  for (const ImplDescriptor* impl : Registry::instance().impls_of("rmsnorm"))
+    if (impl->name == "v1_naive") return impl->launch(args);
+}
+
+void* last_element(const LaunchArgs& args) {
+  const size_t size = dtype_size(args.dtype);
+  return static_cast<char*>(args.outputs[0]) + (args.shape.m * args.shape.n - 1) * size;
+}
+
+// Adds 1 to the last element: a wrong value, well outside any tolerance.
+void off_by_one_last(const LaunchArgs& args) {
+  run_real(args);
+  std::vector<unsigned char> value(dtype_size(args.dtype));
+  KB_GPU_CHECK(gpuMemcpy(value.data(), last_element(args), value.size(), gpuMemcpyDeviceToHost));
+  store_from_double(value.data(), args.dtype, 0, load_as_double(value.data(), args.dtype, 0) + 1.0);
+  KB_GPU_CHECK(gpuMemcpy(last_element(args), value.data(), value.size(), gpuMemcpyHostToDevice));
+}
+
+// Leaves the last element as the harness poisoned it (all-ones bytes are NaN in every dtype).
+void unwritten_last(const LaunchArgs& args) {
+  run_real(args);
+  KB_GPU_CHECK(gpuMemset(last_element(args), 0xff, dtype_size(args.dtype)));
+}
+
+}  // namespace
+
+KBENCH_REGISTER(broken_impls) {
+  register_impl("rmsnorm", "test_off_by_one_last").launch(off_by_one_last).note("test only");
+  register_impl("rmsnorm", "test_unwritten_last").launch(unwritten_last).note("test only");
+}
+
+}  // namespace kbench

@@ -1,0 +1,105 @@
+// Every registered impl x dtype x edge shape against its float64 reference, through the same
+// runner `kbench check` uses: fresh random inputs each run (the seed is printed), outputs
+// poisoned with NaN before the launch. A new impl is tested without a new test.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "harness/runner.h"
+#include "tests/gpu/gpu_main.h"
+
+namespace kbench {
+namespace {
+
+uint64_t fresh_seed() {
+  static const uint64_t seed = [] {
+    const uint64_t s = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+    std::cout << "input seed: " << s << " (pass --seed to kbench check to reproduce)\n";
+    return s;
+  }();
+  return seed;
+}
+
+struct Collect : Reporter {
+  std::vector<ResultRow> rows;
+  void add(const ResultRow& r) override { rows.push_back(r); }
+};
+
+// N = 1, 3 (not a vector width), 127, 4097, 8193 (odd, past a power of two), 65536 and
+// 131072 (register capacity and beyond); M = 1, 7 and 65537 (more rows than a grid's y).
+std::vector<Shape> edge_shapes() {
+  std::vector<Shape> shapes;
+  for (int64_t m : {1, 7, 65537})
+    for (int64_t n : {1, 3, 127, 4097, 8193}) shapes.push_back({m, n});
+  for (int64_t m : {1, 7}) shapes.push_back({m, 65536});
+  shapes.push_back({3, 131072});
+  return shapes;
+}
+
+bool is_test_only(const ImplDescriptor& impl) { return impl.name.rfind("test_", 0) == 0; }
+
+struct Point {
+  std::string op;
+  DType dtype;
+  Shape shape;
+};
+
+std::vector<Point> all_points() {
+  std::vector<Point> points;
+  for (const OpDescriptor* op : Registry::instance().ops())
+    for (DType t : op->dtypes)
+      for (const Shape& s : edge_shapes()) points.push_back({op->name, t, s});
+  return points;
+}
+
+std::vector<RunOptions> options_for(const Point& p, std::vector<std::string> impls) {
+  RunOptions o;
+  o.ops = {Registry::instance().find_op(p.op)};
+  o.impls = std::move(impls);
+  o.dtypes = {p.dtype};
+  o.shapes = {p.shape};
+  o.measure = false;
+  o.seed = fresh_seed();
+  return {o};
+}
+
+class EveryImpl : public testing::TestWithParam<Point> {};
+
+TEST_P(EveryImpl, MatchesFloat64Reference) {
+  const Point& p = GetParam();
+  std::vector<std::string> impls;
+  for (const ImplDescriptor* impl : Registry::instance().impls_of(p.op))
+    if (!is_test_only(*impl)) impls.push_back(impl->name);
+  ASSERT_FALSE(impls.empty()) << "op " << p.op << " has no impl";
+  Collect rows;
+  run_sweep(options_for(p, impls).front(), rows);
+  ASSERT_EQ(rows.rows.size(), impls.size());
+  for (const ResultRow& r : rows.rows)
+    EXPECT_EQ(r.status, "pass") << r.op << "/" << r.impl << "/" << r.dtype << "/" << r.shape
+                                << ": " << r.note << " (max_abs_err " << r.max_abs_err << ")";
+}
+
+std::string point_name(const testing::TestParamInfo<Point>& info) {
+  return info.param.op + "_" + std::string(dtype_name(info.param.dtype)) + "_" +
+         shape_to_string(info.param.shape);
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryImpl, testing::ValuesIn(all_points()), point_name);
+
+// The check itself must be able to fail: test-only impls (tests/gpu/broken_impls.cpp) that
+// corrupt or skip one element are caught at every edge shape.
+TEST(BrokenImpls, AreCaught) {
+  for (const std::string name : {"test_off_by_one_last", "test_unwritten_last"})
+    for (DType t : kAllDTypes)
+      for (const Shape& s : {Shape{1, 1}, Shape{7, 4097}, Shape{65537, 3}}) {
+        Collect rows;
+        run_sweep(options_for({"rmsnorm", t, s}, {name}).front(), rows);
+        ASSERT_EQ(rows.rows.size(), 1u);
+        EXPECT_EQ(rows.rows[0].status, "fail") << name << " " << dtype_name(t) << " " << shape_to_string(s);
+      }
+}
+
+}  // namespace
+}  // namespace kbench
+
+int main(int argc, char** argv) { return run_gpu_tests(argc, argv); }
