@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   app::setup_calibrate(app, exit_code);
   app::setup_run(app, exit_code);
   app::setup_check(app, exit_code);
+  app::setup_compare(app, exit_code);
   try {
     Registry::instance().validate();
     reject_unknown_subcommand(app, argc, argv);

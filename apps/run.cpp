@@ -1,11 +1,15 @@
 // kbench run: check every selected point against its float64 reference, then time it.
 // kbench check: the same selection, correctness only; exit 1 on any failure.
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <iostream>
 
 #include "apps/commands.h"
 #include "apps/selection.h"
 #include "harness/ceilings.h"
+#include "harness/compare.h"
 #include "harness/device.h"
 #include "harness/errors.h"
 #include "harness/metrics.h"
@@ -25,7 +29,28 @@ struct RunCommandOptions {
   std::string format = "table";
   std::string ceilings = default_ceilings_path();
   bool no_auto_calibrate = false;
+  std::string baseline;                  // gate this run against a baseline CSV
+  std::string threshold = "5";
+  std::vector<std::string> inject_slowdown;  // test-only: IMPL=PCT
 };
+
+// Collects the run's rows for the --baseline gate.
+struct RowCollector : Reporter {
+  std::vector<ResultRow> rows;
+  void add(const ResultRow& r) override { rows.push_back(r); }
+};
+
+// "v3_vec16_regs=10" -> {"v3_vec16_regs": 10}
+std::map<std::string, double> parse_injections(const std::vector<std::string>& items) {
+  std::map<std::string, double> out;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("bad --inject-slowdown '" + item + "' (want IMPL=PERCENT)");
+    out[item.substr(0, eq)] = parse_threshold_pct(item.substr(eq + 1), "--inject-slowdown");
+  }
+  return out;
+}
 
 // results/runs/<device-slug>-<first op>-<UTC time>.csv
 std::string default_csv_path(const RunOptions& options) {
@@ -66,6 +91,13 @@ void add_output_options(CLI::App* cmd, RunCommandOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--no-auto-calibrate", o.no_auto_calibrate,
                 "Leave ceiling columns empty instead of measuring copy bandwidth when none is stored");
+  cmd->add_option("--baseline", o.baseline,
+                  "Gate this run against a baseline CSV, as `kbench compare` does (exit 1 on regression)");
+  cmd->add_option("--threshold", o.threshold, "With --baseline: slowdown that counts, in percent")
+      ->capture_default_str();
+  cmd->add_option("--inject-slowdown", o.inject_slowdown,
+                  "Test only: IMPL=PCT adds a read of PCT% more bytes to each timed launch of IMPL "
+                  "(to prove the gate catches it)")->group("Testing");
 }
 
 std::unique_ptr<Reporter> terminal_reporter(const std::string& format, bool with_timing) {
@@ -87,6 +119,11 @@ int execute(const RunCommandOptions& o, bool measure) {
   options.ceilings_path = o.ceilings;
   options.auto_calibrate = !o.no_auto_calibrate;
   options.gbench_json = o.gbench_json;
+  options.inject_slowdown_pct = parse_injections(o.inject_slowdown);
+  CompareOptions gate;
+  gate.threshold_pct = parse_threshold_pct(o.threshold);
+  std::optional<ResultSet> baseline;
+  if (!o.baseline.empty()) baseline = load_result_set(o.baseline);  // exit 2 before any GPU call
   options.devices = resolve_devices(o.selection.device);  // exit 3 without a GPU
 
   MultiReporter reporter;
@@ -102,13 +139,23 @@ int execute(const RunCommandOptions& o, bool measure) {
   }
   if (!o.json.empty()) reporter.attach(std::make_unique<JsonWriter>(o.json));
   if (auto terminal = terminal_reporter(o.format, measure)) reporter.attach(std::move(terminal));
+  auto collector = std::make_unique<RowCollector>();
+  RowCollector* rows = collector.get();
+  reporter.attach(std::move(collector));
 
   const RunSummary summary = run_sweep(options, reporter);
   reporter.finish();
   std::cerr << "kbench: " << summary.rows << " rows: " << summary.passed << " pass, "
             << summary.failed << " fail, " << summary.skipped << " skip, " << summary.errors
             << " error" << (csv_path.empty() ? "" : " -> " + csv_path) << "\n";
-  return summary.failed > 0 ? kExitFailed : kExitOk;
+  int exit_code = summary.failed > 0 ? kExitFailed : kExitOk;
+  if (baseline) {
+    const CompareReport report =
+        compare_results(*baseline, ResultSet{"current run", rows->rows, {}}, gate);
+    std::cout << "\n" << format_table(report);
+    exit_code = std::max(exit_code, report.exit_code());
+  }
+  return exit_code;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
-// Measures a device's copy-bandwidth ceiling: the best of the runtime's device-to-device copy
-// and kbench's 16-byte copy kernel, each the median of several runs over large buffers,
-// counting bytes read + bytes written.
+// Measures a device's copy-bandwidth ceiling, counting bytes read + bytes written: the best,
+// over buffer sizes from 64 MiB to 1 GiB, of the runtime's device-to-device copy and three
+// 16-byte copy kernels, each the median of several runs with the L2 flushed before each
+// (as kbench times kernels). The best of many honest copies, so no kernel can beat it by
+// picking a friendlier size or method.
 #pragma once
 #include "harness/ceilings.h"
 #include "harness/device.h"
@@ -9,11 +11,11 @@
 namespace kbench {
 
 struct CopyCeilingOptions {
-  size_t buffer_bytes = size_t{1} << 30;  // per buffer; shrunk to fit free memory
+  size_t max_buffer_bytes = size_t{1} << 30;  // per buffer; shrunk to fit free memory
   int runs = 20;
 };
 
-// Fills copy_gbps, memcpy_gbps, kernel_copy_gbps and the identity fields of a Ceiling.
+// Fills copy_gbps, memcpy_gbps, kernel_copy_gbps, method and the identity fields.
 Ceiling measure_copy_ceiling(const DeviceInfo& device, gpuStream_t stream,
                              const CopyCeilingOptions& options = {});
 

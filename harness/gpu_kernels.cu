@@ -40,6 +40,19 @@ __global__ void copy_kernel(int4* __restrict__ dst, const int4* __restrict__ src
   for (; i < count; i += stride) dst[i] = src[i];
 }
 
+template <int kUnroll>
+__global__ void copy_tiled_kernel(int4* __restrict__ dst, const int4* __restrict__ src,
+                                  size_t count) {
+  const size_t base = blockIdx.x * size_t{kThreads} * kUnroll + threadIdx.x;
+  int4 v[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (base + u * kThreads < count) v[u] = src[base + u * kThreads];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (base + u * kThreads < count) dst[base + u * kThreads] = v[u];
+}
+
 template <class T>
 __global__ void fill_kernel(T* dst, size_t count, T value) {
   for (size_t i = blockIdx.x * size_t{kThreads} + threadIdx.x; i < count;
@@ -80,6 +93,18 @@ void launch_copy(void* dst, const void* src, size_t bytes, int sm_count, gpuStre
   const size_t count = bytes / sizeof(int4);
   copy_kernel<<<grid_for(count, sm_count, 8), kThreads, 0, stream>>>(
       static_cast<int4*>(dst), static_cast<const int4*>(src), count);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpuStream_t stream) {
+  const size_t count = bytes / sizeof(int4);
+  auto grid = [&](int u) { return static_cast<unsigned>((count + size_t{kThreads} * u - 1) / (size_t{kThreads} * u)); };
+  auto* d = static_cast<int4*>(dst);
+  auto* s = static_cast<const int4*>(src);
+  if (unroll >= 8)
+    copy_tiled_kernel<8><<<grid(8), kThreads, 0, stream>>>(d, s, count);
+  else
+    copy_tiled_kernel<4><<<grid(4), kThreads, 0, stream>>>(d, s, count);
   KB_GPU_CHECK_LAUNCH();
 }
 

@@ -16,8 +16,11 @@ void launch_flush_l2(const void* buffer, size_t bytes, int sm_count, gpuStream_t
 // back to back, with the host's launch latency out of the measured interval.
 void launch_spin(int64_t cycles, gpuStream_t stream);
 
-// dst = src over `bytes` (a multiple of 16), 16-byte accesses, several loads in flight.
+// dst = src over `bytes` (a multiple of 16) with 16-byte accesses, two ways: a persistent
+// grid-stride loop (four loads in flight per thread), and one tile of `unroll` vectors per
+// thread with a grid as large as the data (the shape of framework elementwise kernels).
 void launch_copy(void* dst, const void* src, size_t bytes, int sm_count, gpuStream_t stream);
+void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpuStream_t stream);
 
 // Fills `count` elements of `element_bytes` (2 or 4) with `pattern` (its low bytes).
 void launch_fill(void* dst, size_t count, int element_bytes, uint32_t pattern,

@@ -336,12 +336,19 @@ bool read_record(std::istream& in, std::string& record, size_t& line_no, size_t&
   return true;
 }
 
-constexpr const char* kRequiredColumns[] = {"op", "impl", "dtype", "shape", "median_us",
+constexpr const char* kRequiredColumns[] = {"op", "impl", "dtype", "shape", "l2", "median_us",
                                             "status"};
+
+bool known_status(const std::string& s) {
+  return s == "pass" || s == "fail" || s == "skip" || s == "error";
+}
 
 }  // namespace
 
-std::vector<ResultRow> read_results_csv(const std::string& path) {
+std::vector<ResultRow> read_results_csv(const std::string& path, std::vector<size_t>* row_lines) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw UsageError(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) throw UsageError(path + ": is a directory");
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot open file");
 
@@ -373,8 +380,11 @@ std::vector<ResultRow> read_results_csv(const std::string& path) {
   while (read_record(in, record, line_no, start)) {
     if (is_blank(record)) continue;
     try {
-      const auto fields = csv_split_line(record);
-      rows.push_back(row_from_fields(header, fields));
+      ResultRow row = row_from_fields(header, csv_split_line(record));
+      if (!known_status(row.status))
+        throw UsageError("bad status '" + row.status + "' (valid: pass, fail, skip, error)");
+      rows.push_back(std::move(row));
+      if (row_lines) row_lines->push_back(start);
     } catch (const UsageError& e) {
       throw UsageError(at(start) + e.what());
     }

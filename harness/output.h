@@ -76,6 +76,9 @@ std::string json_escape(const std::string& s);
 
 // Reads a kbench CSV (header + rows). Throws UsageError naming the file and line for a missing
 // file, a header without kbench's identity columns, a bad field count or a bad number.
-std::vector<ResultRow> read_results_csv(const std::string& path);
+// `row_lines`, when given, receives the line each row starts on (for error messages).
+// Also rejects a status other than pass, fail, skip or error.
+std::vector<ResultRow> read_results_csv(const std::string& path,
+                                        std::vector<size_t>* row_lines = nullptr);
 
 }  // namespace kbench

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -312,11 +313,28 @@ class SweepRunner {
     if (!options_.measure) return;
     const std::string name = op.name + "/" + impl.name + "/" + std::string(dtype_name(t)) + "/" +
                              shape_to_string(s) + "/" + row.l2;
-    Measurement m = device_->timer->measure(name, [&] { impl.launch(args); }, options_.timing);
+    const std::function<void()> launch = with_injected_slowdown(impl, row.bytes, args);
+    Measurement m = device_->timer->measure(name, launch, options_.timing);
     fill_timing_and_work(row, m.us, row.bytes, row.flops, device_->info.peak_gbps,
                          device_->ceiling_gbps);
     row.sm_clock_mhz = m.sm_clock_mhz > 0 ? m.sm_clock_mhz : kNaN;
     if (!m.note.empty()) row.note += (row.note.empty() ? "" : "; ") + m.note;
+  }
+
+  // The impl's launch, plus (test-only, --inject-slowdown) a read of extra bytes.
+  std::function<void()> with_injected_slowdown(const ImplDescriptor& impl, double op_bytes,
+                                               const LaunchArgs& args) {
+    auto it = options_.inject_slowdown_pct.find(impl.name);
+    if (it == options_.inject_slowdown_pct.end()) return [&] { impl.launch(args); };
+    size_t extra = static_cast<size_t>(op_bytes * it->second / 100.0);
+    extra -= extra % 16;
+    if (slowdown_buffer_.bytes() < extra) slowdown_buffer_ = DeviceBuffer(extra);
+    const int sms = device_->info.sm_count;
+    gpuStream_t stream = device_->stream;
+    return [&impl, &args, this, extra, sms, stream] {
+      impl.launch(args);
+      if (extra > 0) launch_flush_l2(slowdown_buffer_.get(), extra, sms, stream);
+    };
   }
 
   void check_outputs(const OpDescriptor& op, DType t, const Shape& s, const PointData& data,
@@ -346,6 +364,7 @@ class SweepRunner {
   Reporter& reporter_;
   RunSummary summary_;
   DeviceSession* device_ = nullptr;
+  DeviceBuffer slowdown_buffer_;
 };
 
 }  // namespace

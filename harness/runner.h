@@ -3,6 +3,7 @@
 // time. Each row goes to the reporter as soon as it exists.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct RunOptions {
   bool auto_calibrate = true;      // measure the copy ceiling when none is stored
   std::string gbench_json;         // "" or a path for Google Benchmark's JSON
   bool verbose = false;            // per-output failure details on stderr
+  // Test-only (proves the regression gate works): impl name -> extra percent of the op's
+  // minimum bytes read from a cold scratch buffer inside each timed launch of that impl.
+  std::map<std::string, double> inject_slowdown_pct;
 };
 
 struct RunSummary {

@@ -23,7 +23,7 @@ expect() {
 }
 
 expect 0 "Subcommands" --help
-for cmd in list devices calibrate run check; do expect 0 "Usage" "$cmd" --help; done
+for cmd in list devices calibrate run check compare; do expect 0 "Usage" "$cmd" --help; done
 expect 2 "" # no subcommand
 expect 2 "nosuch" nosuch
 expect 0 "rmsnorm" list
@@ -50,6 +50,40 @@ expect 2 "samples" run rmsnorm --samples 0
 expect 2 "min-samples" run rmsnorm --min-samples 50 --max-samples 10
 expect 2 "give ops or --all" run rmsnorm --all
 expect 2 "bad --device" calibrate --device -3
+expect 2 "/nonexistent/base.csv" run rmsnorm --baseline /nonexistent/base.csv
+expect 2 "bad --inject-slowdown 'v1_naive'" run rmsnorm --inject-slowdown v1_naive
+
+# kbench compare needs no GPU: 0 when nothing regressed, 1 on a regression or a failed check,
+# 2 on bad input. The CSVs carry the full kbench header (csv_columns() in harness/result.cpp).
+header=kbench_version,timestamp,device,device_slug,arch,sm_count,driver,runtime,op,impl,dtype,shape,m,n,k,l2,samples,median_us,mean_us,min_us,p10_us,p90_us,stddev_us,noise_pct,sm_clock_mhz,bytes,flops,gbps,tflops,intensity,peak_gbps,peak_pct,ceiling_gbps,ceiling_pct,max_abs_err,max_rel_err,rel_l2_err,atol,rtol,status,note
+# result_row IMPL MEDIAN P10 P90 STATUS: one rmsnorm bf16 point of 200 samples.
+result_row() {
+  echo "0.1.0,2024-05-01T12:00:00Z,NVIDIA H100 80GB HBM3,h100-sxm,sm_90,132,550.54,12.4,rmsnorm,$1,bf16,4096x8192,4096,8192,0,cold,200,$2,$2,$3,$3,$4,0.1,0.5,1980,134217728,0,2000,,0.5,3350,60,3000,66,0.001,0.001,1e-06,1e-05,0.0078125,$5,"
+}
+{ echo "$header"; result_row v1_naive 100 99.5 100.5 pass; result_row v3_vec16 50 49.8 50.2 pass; } >"$tmp/base.csv"
+{ echo "$header"; result_row v1_naive 110 109.5 110.5 pass; result_row v3_vec16 50 49.8 50.2 pass; } >"$tmp/slow.csv"
+{ echo "$header"; result_row v1_naive 100 99.5 100.5 fail; result_row v3_vec16 50 49.8 50.2 pass; } >"$tmp/failing.csv"
+{ echo "$header"; result_row v1_naive 100 99.5 100.5 pass; result_row v1_naive 101 99.5 100.5 pass; } >"$tmp/dup.csv"
+printf 'name,value\nfoo,1\n' >"$tmp/other.csv"
+expect 0 "2 points: 0 faster, 0 slower, 2 same.*PASS" compare "$tmp/base.csv" "$tmp/base.csv"
+expect 1 "v1_naive.*+10.0%.*slower" compare "$tmp/base.csv" "$tmp/slow.csv"
+expect 0 "PASS" compare "$tmp/base.csv" "$tmp/slow.csv" --threshold 12%
+expect 0 "PASS" compare --op-threshold rmsnorm=12 "$tmp/base.csv" "$tmp/slow.csv"
+expect 0 "faster" compare "$tmp/slow.csv" "$tmp/base.csv"
+expect 1 "failed" compare "$tmp/base.csv" "$tmp/failing.csv"
+expect 1 "FAIL" compare "$tmp/base.csv" "$tmp/slow.csv" --format md --output "$tmp/gate.md"
+grep -q "| \*\*slower\*\* |" "$tmp/gate.md" || { echo "FAIL: --output gate.md lacks the markdown table"; failures=$((failures + 1)); }
+expect 2 "nosuch.csv" compare "$tmp/nosuch.csv" "$tmp/base.csv"
+expect 2 "other.csv: not a kbench results CSV" compare "$tmp/base.csv" "$tmp/other.csv"
+expect 2 "dup.csv: duplicate point.*line 2 and line 3" compare "$tmp/dup.csv" "$tmp/base.csv"
+expect 2 "bad --threshold 'abc'" compare "$tmp/base.csv" "$tmp/base.csv" --threshold abc
+expect 2 "bad --op-threshold 'rmsnorm'" compare "$tmp/base.csv" "$tmp/base.csv" --op-threshold rmsnorm
+expect 2 "format" compare "$tmp/base.csv" "$tmp/base.csv" --format html
+expect 2 "CURRENT" compare "$tmp/base.csv"
+if command -v python3 >/dev/null; then
+  "$kbench" compare "$tmp/base.csv" "$tmp/slow.csv" --format json | python3 -m json.tool >/dev/null ||
+    { echo "FAIL: compare --format json is not JSON"; failures=$((failures + 1)); }
+fi
 
 # Without a GPU, GPU commands fail with exit 3 and one line; with one, cli_gpu_test.sh covers them.
 if ! "$kbench" devices >/dev/null 2>&1; then

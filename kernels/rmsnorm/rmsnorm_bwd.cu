@@ -11,15 +11,16 @@
 //   v1_naive              kernel 1: one 256-thread block per row, scalar loads, two passes
 //                         (row sums, then dx); rstd[M] to the workspace. Kernel 2: one thread
 //                         per column sums dy * x * rstd over all rows into dw.
-//   v2_vec16_persistent   persistent grid, one pass over dy and x: a team (one or more warps;
-//                         several teams per 1024-thread block) holds a row's dy and x in
+//   v2_vec16_persistent   persistent grid, one pass over dy and x: a team (one warp up to 512
+//                         threads; several teams per block) holds a row's dy and x in
 //                         registers (Vec16 where aligned, scalar accesses otherwise), computes
 //                         dx, and every thread accumulates dw for its fixed columns in fp32
 //                         registers across all rows it sees. The block's teams combine their
 //                         dw in shared memory into one fp32 partial row in the workspace; a
 //                         second kernel sums the partial rows into dw (coalesced). Rows beyond
-//                         register capacity (16384 bf16 / 8192 fp32) are processed in column
-//                         chunks, twice (sums, then dx), the second pass mostly from L2.
+//                         register capacity (16384 bf16 / 8192 fp32; half that for unaligned
+//                         rows) are processed in column chunks, twice (sums, then dx), the
+//                         second pass mostly from L2.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -142,21 +143,30 @@ void launch_v1(const LaunchArgs& a) {
 //
 // A team of kTeam threads owns one row at a time; a block holds kBlock / kTeam teams and the
 // grid is persistent (kMinBlocks blocks per SM), walking rows with a block stride. Thread
-// `lane` of a team holds kPacks packs of V elements of dy, x and w, pack k starting at column
-// (k * kTeam + lane) * V (coalesced across the team), and kPacks * V fp32 dw accumulators for
-// those same columns, which never change from row to row.
+// `lane` of a team holds kPacks packs of V elements of dy and x, pack k starting at column
+// (k * kTeam + lane) * V (coalesced across the team), and kPacks * V fp32 dw accumulators
+// for those same columns, which never change from row to row.
 //
-// Why one partial row per block, and why 1024-thread blocks: the partials cost
-// G * N * 4 bytes written and read again against 6 * M * N bytes of dy, x, dx (bf16). With
-// G = one block per SM (132 on an H100) that is under 3% at M = 16384 and about 10% at
-// M = 4096 (and mostly L2 traffic: G * N * 4 bytes fits in L2 up to N of ~64K). Smaller
-// blocks or more of them per SM would multiply it.
+// Registers (bf16, kPacks = 4): dy and x 32, dw accumulators 32, the rest addresses and
+// temporaries: <= 128, so 256-thread blocks run two per SM (their barriers fall at different
+// times) and 512-thread teams, for rows of 8193..16384 bf16, one per SM. w is not held
+// across rows (it would not fit); each row reads it from L1, where every team finds it. All
+// of a row's loads are issued before the row sums use any of them: 2 x kPacks x 16 bytes in
+// flight per thread, 64 KB per SM.
+//
+// Why one partial dw row per block and so few blocks: the partials cost G * N * 4 bytes,
+// written and read again, next to 6 * M * N bytes of dy, x, dx (bf16). With G = 132..264
+// blocks that is 1-3% at M = 16384 and mostly L2 traffic (G * N * 4 bytes fits in L2).
+// Measured on H200 (bf16, M * N = 64M, cold L2): 85% of a large copy's bandwidth at
+// N = 1024, 78% at 2048, 73% at 4096..8192, 67% at 16384; ncu shows the kernel close to
+// issue-bound (0.5..0.65 instructions per scheduler per cycle at 4 warps per scheduler).
 // ---------------------------------------------------------------------------------------------
 
 // Pack k of a thread covers columns [col, col + V). Columns at or past `cols` read as 0 and are
 // not written; cols = 0 turns a whole row off.
-template <class T, bool kVector, bool kStream>
-__device__ __forceinline__ Vec16<T> load_pack(const T* row, int64_t col, int64_t cols) {
+// Index is int where a row fits in registers (fewer registers), int64_t otherwise.
+template <class T, bool kVector, bool kStream, class Index>
+__device__ __forceinline__ Vec16<T> load_pack(const T* row, Index col, Index cols) {
   if constexpr (kVector) {
     if (col >= cols) return zero_vec<T>();
     return kStream ? load_vec_stream(row + col) : load_vec(row + col);
@@ -165,8 +175,8 @@ __device__ __forceinline__ Vec16<T> load_pack(const T* row, int64_t col, int64_t
   }
 }
 
-template <class T, bool kVector>
-__device__ __forceinline__ void store_pack(T* row, int64_t col, int64_t cols, const Vec16<T>& v) {
+template <class T, bool kVector, class Index>
+__device__ __forceinline__ void store_pack(T* row, Index col, Index cols, const Vec16<T>& v) {
   if constexpr (kVector) {
     if (col < cols) store_vec(row + col, v);
   } else {
@@ -174,7 +184,9 @@ __device__ __forceinline__ void store_pack(T* row, int64_t col, int64_t cols, co
   }
 }
 
-// Row sums for one pack: (sum x^2, sum g * x) with g = dy * w.
+// Row sums for one pack: (sum x^2, sum g * x) with g = dy * w. Written as explicit FMAs: the
+// kernel is close to issue-bound on H100/H200 (ncu: ~0.6 instructions issued per scheduler
+// per cycle), so 3 instead of 4.5 floating-point instructions per element matter.
 template <class T>
 __device__ __forceinline__ void add_row_sums(float2& sums, const Vec16<T>& dyv,
                                              const Vec16<T>& xv, const Vec16<T>& wv) {
@@ -183,29 +195,32 @@ __device__ __forceinline__ void add_row_sums(float2& sums, const Vec16<T>& dyv,
     const float2 dy = get_pair(dyv, j);
     const float2 x = get_pair(xv, j);
     const float2 w = get_pair(wv, j);
-    sums.x += x.x * x.x + x.y * x.y;
-    sums.y += dy.x * w.x * x.x + dy.y * w.y * x.y;
+    sums.x = fmaf(x.x, x.x, sums.x);
+    sums.x = fmaf(x.y, x.y, sums.x);
+    sums.y = fmaf(dy.x * w.x, x.x, sums.y);
+    sums.y = fmaf(dy.y * w.y, x.y, sums.y);
   }
 }
 
-// dx for one pack; dw_terms[i] receives dy * xhat of element i.
+// dx for one pack, and dw_acc[i] += dy * xhat for its elements. With c = mean(g * xhat) and
+// xhat = x * rstd: dx = rstd * (g - xhat * c) = rstd * g - (rstd^2 * c) * x, 3 instructions
+// per element; dy * xhat = (dy * x) * rstd, 2 more with the accumulation.
 template <class T>
 __device__ __forceinline__ Vec16<T> pack_dx(const Vec16<T>& dyv, const Vec16<T>& xv,
                                             const Vec16<T>& wv, float rstd, float mean_gxhat,
-                                            float (&dw_terms)[Vec16<T>::kSize]) {
+                                            float (&dw_acc)[Vec16<T>::kSize]) {
+  const float x_coef = rstd * rstd * mean_gxhat;
   Vec16<T> dxv;
 #pragma unroll
   for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
     const float2 dy = get_pair(dyv, j);
     const float2 x = get_pair(xv, j);
     const float2 w = get_pair(wv, j);
-    const float xhat0 = x.x * rstd;
-    const float xhat1 = x.y * rstd;
     set_pair(dxv, j,
-             make_float2(rstd * (dy.x * w.x - xhat0 * mean_gxhat),
-                         rstd * (dy.y * w.y - xhat1 * mean_gxhat)));
-    dw_terms[2 * j] = dy.x * xhat0;
-    dw_terms[2 * j + 1] = dy.y * xhat1;
+             make_float2(fmaf(-x_coef, x.x, rstd * (dy.x * w.x)),
+                         fmaf(-x_coef, x.y, rstd * (dy.y * w.y))));
+    dw_acc[2 * j] = fmaf(dy.x * x.x, rstd, dw_acc[2 * j]);
+    dw_acc[2 * j + 1] = fmaf(dy.y * x.y, rstd, dw_acc[2 * j + 1]);
   }
   return dxv;
 }
@@ -220,12 +235,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 
   const int team = threadIdx.x / kTeam;
   const int lane = threadIdx.x % kTeam;
-  const auto pack_col = [lane](int k) { return static_cast<int64_t>(k * kTeam + lane) * V; };
-  // w is not held across rows: with dy, x and the fp32 dw accumulators (64 registers per
-  // thread in bf16) it would not fit 128 registers. Every team of the block reads the same
-  // N * sizeof(T) bytes of w twice per row, from L1.
-  const auto load_w = [&](int k, int64_t cols) {
-    return load_pack<T, kVector, false>(p.w, pack_col(k), cols);
+  const int cols = static_cast<int>(p.cols);  // <= kTeam * kPacks * V <= 16384 on this path
+  const auto pack_col = [lane](int k) { return (k * kTeam + lane) * V; };
+  // w is not held: with dy, x and the fp32 dw accumulators (64 registers per thread in bf16)
+  // it would not fit 128 registers. Every team of the block reads the same N * sizeof(T)
+  // bytes of w twice per row, from L1.
+  const auto load_w = [&](int k, int valid) {
+    return load_pack<T, kVector, false>(p.w, pack_col(k), valid);
   };
 
   float dw_acc[kPacks][V];
@@ -236,13 +252,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   }
 
   int buf = 0;
-  const float inv_cols = 1.f / static_cast<float>(p.cols);
+  const float inv_cols = 1.f / static_cast<float>(cols);
   const int64_t row_stride = static_cast<int64_t>(gridDim.x) * kTeams;
   // Block-uniform loop: a team whose row is past the end still joins team_reduce_sum's barrier.
   for (int64_t first_row = static_cast<int64_t>(blockIdx.x) * kTeams; first_row < p.rows;
        first_row += row_stride) {
     const int64_t row = first_row + team;
-    const int64_t cols = row < p.rows ? p.cols : 0;  // 0: this team has no row this round
+    const int valid = row < p.rows ? cols : 0;  // 0: this team has no row this round
     const int64_t offset = row * p.cols;
 
     // Issue every load of the row before using any: 2 * kPacks x 16 bytes in flight per thread.
@@ -250,16 +266,16 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     Vec16<T> xv[kPacks];
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      dyv[k] = load_pack<T, kVector, true>(p.dy + offset, pack_col(k), cols);
-      xv[k] = load_pack<T, kVector, true>(p.x + offset, pack_col(k), cols);
+      dyv[k] = load_pack<T, kVector, true>(p.dy + offset, pack_col(k), valid);
+      xv[k] = load_pack<T, kVector, true>(p.x + offset, pack_col(k), valid);
     }
 
     float2 sums = make_float2(0.f, 0.f);
 #pragma unroll
-    for (int k = 0; k < kPacks; ++k) add_row_sums(sums, dyv[k], xv[k], load_w(k, cols));
+    for (int k = 0; k < kPacks; ++k) add_row_sums(sums, dyv[k], xv[k], load_w(k, valid));
     sums = team_reduce_sum<kTeam>(sums, scratch[buf]);
     buf ^= 1;
-    if (cols == 0) continue;  // past the barrier; nothing below synchronizes
+    if (valid == 0) continue;  // past the barrier; nothing below synchronizes
 
     const float rstd = rsqrtf(sums.x * inv_cols + p.eps);
     const float mean_gxhat = sums.y * rstd * inv_cols;
@@ -268,17 +284,14 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       // Convert again rather than keep the row alive as floats (2x the registers).
       keep_packed(dyv[k]);
       keep_packed(xv[k]);
-      float dw_terms[V];
-      const Vec16<T> dxv = pack_dx(dyv[k], xv[k], load_w(k, cols), rstd, mean_gxhat, dw_terms);
-      store_pack<T, kVector>(p.dx + offset, pack_col(k), cols, dxv);
-#pragma unroll
-      for (int i = 0; i < V; ++i) dw_acc[k][i] += dw_terms[i];
+      store_pack<T, kVector>(p.dx + offset, pack_col(k), valid,
+                             pack_dx(dyv[k], xv[k], load_w(k, valid), rstd, mean_gxhat, dw_acc[k]));
     }
   }
 
   // Fold the teams' accumulators into team 0's: log2(kTeams) rounds, in each the upper half
   // of the remaining teams hands its columns to the lower half through shared memory
-  // (kBlock / 2 * kPacks * V floats: 32 KB for bf16). Fixed order, so dw is deterministic.
+  // (kBlock / 2 * kPacks * V floats: 32 KB in bf16). Fixed order, so dw is deterministic.
   if constexpr (kTeams > 1) {
     __shared__ float exchange[kBlock / 2 * kPacks * V];
     const auto slot = [lane](int team_slot, int k, int i) {
@@ -310,8 +323,49 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     for (int k = 0; k < kPacks; ++k) {
 #pragma unroll
       for (int i = 0; i < V; ++i) {
-        if (pack_col(k) + i < p.cols) partial[pack_col(k) + i] = dw_acc[k][i];
+        if (pack_col(k) + i < cols) partial[pack_col(k) + i] = dw_acc[k][i];
       }
+    }
+  }
+}
+
+// A thread's V consecutive fp32 partials at column col: 16-byte accesses on the vector path
+// (the partial row is 16-byte aligned there), scalar ones with bounds otherwise. Columns at
+// or past `cols` read as 0 and are not written.
+template <bool kVector, int V>
+__device__ __forceinline__ void load_partial(float (&v)[V], const float* row, int64_t col,
+                                             int64_t cols) {
+  if constexpr (kVector) {
+    static_assert(V % 4 == 0);
+#pragma unroll
+    for (int q = 0; q < V / 4; ++q) {
+      const float4 f = col < cols ? *reinterpret_cast<const float4*>(row + col + 4 * q)
+                                  : make_float4(0.f, 0.f, 0.f, 0.f);
+      v[4 * q] = f.x;
+      v[4 * q + 1] = f.y;
+      v[4 * q + 2] = f.z;
+      v[4 * q + 3] = f.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = col + i < cols ? row[col + i] : 0.f;
+  }
+}
+
+template <bool kVector, int V>
+__device__ __forceinline__ void store_partial(float* row, int64_t col, int64_t cols,
+                                              const float (&v)[V]) {
+  if constexpr (kVector) {
+    if (col >= cols) return;
+#pragma unroll
+    for (int q = 0; q < V / 4; ++q) {
+      *reinterpret_cast<float4*>(row + col + 4 * q) =
+          make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      if (col + i < cols) row[col + i] = v[i];
     }
   }
 }
@@ -320,7 +374,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 // packs, twice: once for the row sums, once for dx and dw. The second pass re-reads this
 // row's dy and x (4 * N bytes in bf16) microseconds after the first, mostly from L2. dw
 // accumulates straight into the block's partial row in the workspace (each thread owns its
-// columns, so no races); the block's first row initializes it.
+// columns, so no races); the block's first row initializes it. The old partial values are
+// loaded together with dy and x, so the read-modify-write adds no round trip of its own.
 template <class T, int kBlock, int kPacks, bool kVector>
 __global__ void __launch_bounds__(kBlock, 1)
     rmsnorm_bwd_chunked(BwdParams<T> p, float* dw_partials) {
@@ -344,15 +399,15 @@ __global__ void __launch_bounds__(kBlock, 1)
     for (int64_t base = 0; base < p.cols; base += kChunk) {
       Vec16<T> dyv[kPacks];
       Vec16<T> xv[kPacks];
+      Vec16<T> wv[kPacks];
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         dyv[k] = load_pack<T, kVector, false>(dy_row, pack_col(base, k), p.cols);
         xv[k] = load_pack<T, kVector, false>(x_row, pack_col(base, k), p.cols);
+        wv[k] = load_pack<T, kVector, false>(p.w, pack_col(base, k), p.cols);
       }
 #pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        add_row_sums(sums, dyv[k], xv[k], load_pack<T, kVector, false>(p.w, pack_col(base, k), p.cols));
-      }
+      for (int k = 0; k < kPacks; ++k) add_row_sums(sums, dyv[k], xv[k], wv[k]);
     }
     sums = team_reduce_sum<kBlock>(sums, scratch[buf]);
     buf ^= 1;
@@ -362,21 +417,22 @@ __global__ void __launch_bounds__(kBlock, 1)
     for (int64_t base = 0; base < p.cols; base += kChunk) {
       Vec16<T> dyv[kPacks];
       Vec16<T> xv[kPacks];
+      Vec16<T> wv[kPacks];
+      float dw_old[kPacks][V];  // the partial row before this row, then after
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
-        dyv[k] = load_pack<T, kVector, true>(dy_row, pack_col(base, k), p.cols);
-        xv[k] = load_pack<T, kVector, true>(x_row, pack_col(base, k), p.cols);
+        const int64_t col = pack_col(base, k);
+        dyv[k] = load_pack<T, kVector, true>(dy_row, col, p.cols);
+        xv[k] = load_pack<T, kVector, true>(x_row, col, p.cols);
+        wv[k] = load_pack<T, kVector, false>(p.w, col, p.cols);
+        load_partial<kVector>(dw_old[k], partial, col, first_row ? 0 : p.cols);
       }
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         const int64_t col = pack_col(base, k);
-        const Vec16<T> wv = load_pack<T, kVector, false>(p.w, col, p.cols);
-        float dw_terms[V];
-        store_pack<T, kVector>(dx_row, col, p.cols, pack_dx(dyv[k], xv[k], wv, rstd, mean_gxhat, dw_terms));
-#pragma unroll
-        for (int i = 0; i < V; ++i) {
-          if (col + i < p.cols) partial[col + i] = (first_row ? 0.f : partial[col + i]) + dw_terms[i];
-        }
+        store_pack<T, kVector>(dx_row, col, p.cols,
+                               pack_dx(dyv[k], xv[k], wv[k], rstd, mean_gxhat, dw_old[k]));
+        store_partial<kVector>(partial, col, p.cols, dw_old[k]);
       }
     }
     first_row = false;
@@ -416,48 +472,56 @@ __global__ void __launch_bounds__(kFinalizeCols * kFinalizeGroups)
   }
 }
 
-// The configurations, smallest first. A team of kTeam threads holds kTeam * kPacks packs per
-// row; 1024-thread blocks, one per SM (dy, x, w: 12 registers per pack in bf16 plus 8 fp32
-// accumulators, so 2 packs fit the 64 registers a 1024-thread block allows).
-template <int kBlock_, int kTeam_, int kPacks_, int kMinBlocks_>
+// The register path: 4 packs of dy and x per thread (32 registers each in bf16, plus 32 fp32
+// dw accumulators); a 512-thread team holds 16384 bf16 (8192 fp32) per row.
+constexpr int kBwdPacks = 4;
+
+template <int kBlock_, int kTeam_, int kPacks_, bool kVector_>
 struct BwdConfig {
   static constexpr int kBlock = kBlock_;
   static constexpr int kTeam = kTeam_;
   static constexpr int kPacks = kPacks_;
-  static constexpr int kMinBlocks = kMinBlocks_;
+  static constexpr bool kVector = kVector_;
+  // 2 x 256 threads per SM for the smaller teams: two blocks whose barriers fall at different
+  // times hide each other's per-row stall (loads drain, row sums, barrier). Rows that need a
+  // 512-thread team run one block per SM. <= 128 registers per thread either way.
+  static constexpr int kMinBlocks = kBlock_ == 256 ? 2 : 1;
 };
-constexpr int team_of(int threads) { return threads < kWarpSize ? kWarpSize : threads; }
+constexpr int kMaxBlocksPerSm = 2;  // the largest kMinBlocks above: bounds the partial rows
+constexpr int team_of(int threads) { return std::max(threads, kWarpSize); }
 
-// Calls f(BwdConfig<...>{}) with the smallest configuration whose team holds `packs` packs;
-// returns false (calling nothing) when the row is beyond register capacity.
-template <class F>
-bool with_bwd_config(int64_t packs, F&& f) {
-  if (packs <= team_of(32) * 4) return f(BwdConfig<512, team_of(32), 4, 1>{}), true;
-  if (packs <= team_of(64) * 4) return f(BwdConfig<512, team_of(64), 4, 1>{}), true;
-  if (packs <= 128 * 4) return f(BwdConfig<512, 128, 4, 1>{}), true;
-  if (packs <= 256 * 4) return f(BwdConfig<512, 256, 4, 1>{}), true;
-  if (packs <= 512 * 4) return f(BwdConfig<512, 512, 4, 1>{}), true;
+// Calls f(BwdConfig<...>{}) with the smallest team that holds `packs` packs per row in
+// registers; returns false (calling nothing) when the row is beyond register capacity. The
+// scalar-access variant needs registers for per-element addresses and bounds, so it holds
+// half as many packs per thread (8192 bf16 per row) to stay clear of spills.
+template <bool kVector, class F>
+bool with_bwd_config_of(int64_t packs, F&& f) {
+  constexpr int kPacks = kVector ? kBwdPacks : kBwdPacks / 2;
+  if (packs <= team_of(32) * kPacks) return f(BwdConfig<256, team_of(32), kPacks, kVector>{}), true;
+  if (packs <= team_of(64) * kPacks) return f(BwdConfig<256, team_of(64), kPacks, kVector>{}), true;
+  if (packs <= 128 * kPacks) return f(BwdConfig<256, 128, kPacks, kVector>{}), true;
+  if (packs <= 256 * kPacks) return f(BwdConfig<256, 256, kPacks, kVector>{}), true;
+  if (packs <= 512 * kPacks) return f(BwdConfig<512, 512, kPacks, kVector>{}), true;
   return false;
 }
-
-constexpr int kChunkedBlock = 1024;
-constexpr int kChunkedPacks = 2;
-
-// Grid of the persistent kernel for a shape: one block per SM (every config above and the
-// chunked kernel run one 1024-thread block per SM), never more blocks than row groups.
-// It is also the number of partial dw rows.
-int64_t v2_grid(const Shape& s, DType dtype, int sm_count) {
-  const int64_t packs = ceil_div(s.n, static_cast<int64_t>(16 / dtype_size(dtype)));
-  int64_t teams = 1;
-  with_bwd_config(packs, [&](auto config) {
-    using C = decltype(config);
-    teams = C::kBlock / C::kTeam;
-  });
-  return std::max<int64_t>(1, std::min(ceil_div(s.m, teams), int64_t{std::max(sm_count, 1)}));
+template <class F>
+bool with_bwd_config(int64_t packs, bool vector, F&& f) {
+  return vector ? with_bwd_config_of<true>(packs, f) : with_bwd_config_of<false>(packs, f);
 }
 
-size_t v2_workspace(const Shape& s, DType dtype, int sm_count) {
-  return static_cast<size_t>(v2_grid(s, dtype, sm_count)) * static_cast<size_t>(s.n) * sizeof(float);
+// Beyond register capacity: 1024 threads, 2 packs per chunk step (1 for scalar accesses).
+constexpr int kChunkedBlock = 1024;
+
+// Partial dw rows: one per block, at most kMaxBlocksPerSm blocks per SM, never more blocks
+// than rows.
+int64_t v2_max_partials(const Shape& s, int sm_count) {
+  return std::max<int64_t>(
+      1, std::min<int64_t>(s.m, int64_t{std::max(sm_count, 1)} * kMaxBlocksPerSm));
+}
+
+size_t v2_workspace(const Shape& s, DType, int sm_count) {
+  return static_cast<size_t>(v2_max_partials(s, sm_count)) * static_cast<size_t>(s.n) *
+         sizeof(float);
 }
 
 template <class T>
@@ -467,24 +531,24 @@ void launch_v2(const LaunchArgs& a) {
   const gpuStream_t stream = stream_of(a);
   require_workspace(a, v2_workspace(a.shape, a.dtype, a.sm_count));
   float* partials = static_cast<float*>(a.workspace);
-  const bool vector = bwd_rows_aligned(p);
-  const int grid = static_cast<int>(v2_grid(a.shape, a.dtype, a.sm_count));
+  // The chunked kernel also reads and writes its fp32 partial rows 16 bytes at a time.
+  const bool vector = bwd_rows_aligned(p) && reinterpret_cast<uintptr_t>(partials) % 16 == 0;
+  const int64_t sms = std::max(a.sm_count, 1);
+  // The chunked kernel: one block per SM, one row per block at a time.
+  int grid = static_cast<int>(std::min(p.rows, sms));
 
-  const bool in_registers = with_bwd_config(ceil_div(p.cols, V), [&](auto config) {
+  const bool in_registers = with_bwd_config(ceil_div(p.cols, V), vector, [&](auto config) {
     using C = decltype(config);
-    if (vector) {
-      rmsnorm_bwd_regs<T, C::kBlock, C::kTeam, C::kPacks, C::kMinBlocks, true>
-          <<<grid, C::kBlock, 0, stream>>>(p, partials);
-    } else {
-      rmsnorm_bwd_regs<T, C::kBlock, C::kTeam, C::kPacks, C::kMinBlocks, false>
-          <<<grid, C::kBlock, 0, stream>>>(p, partials);
-    }
+    constexpr int kTeams = C::kBlock / C::kTeam;
+    grid = static_cast<int>(std::min(ceil_div(p.rows, kTeams), sms * C::kMinBlocks));
+    rmsnorm_bwd_regs<T, C::kBlock, C::kTeam, C::kPacks, C::kMinBlocks, C::kVector>
+        <<<grid, C::kBlock, 0, stream>>>(p, partials);
   });
   if (!in_registers) {
     if (vector) {
-      rmsnorm_bwd_chunked<T, kChunkedBlock, kChunkedPacks, true><<<grid, kChunkedBlock, 0, stream>>>(p, partials);
+      rmsnorm_bwd_chunked<T, kChunkedBlock, 2, true><<<grid, kChunkedBlock, 0, stream>>>(p, partials);
     } else {
-      rmsnorm_bwd_chunked<T, kChunkedBlock, kChunkedPacks, false><<<grid, kChunkedBlock, 0, stream>>>(p, partials);
+      rmsnorm_bwd_chunked<T, kChunkedBlock, 1, false><<<grid, kChunkedBlock, 0, stream>>>(p, partials);
     }
   }
   KB_GPU_CHECK_LAUNCH();

@@ -374,11 +374,11 @@ TEST(Output, ReadCsvAcceptsMinimalHeaderCrlfAndBlankLines) {
   TempFile f(".csv");
   write_file(f.path(),
              "\n"
-             "op,impl,dtype,shape,median_us,status,torch_version\r\n"
-             "rmsnorm,torch_compile,bf16,4096x8192,15.5,pass,2.3\r\n"
+             "op,impl,dtype,shape,l2,median_us,status,torch_version\r\n"
+             "rmsnorm,torch_compile,bf16,4096x8192,cold,15.5,pass,2.3\r\n"
              "\r\n"
              "   \n"
-             "softmax,torch_eager,fp16,1x2,,skip,2.3\n");
+             "softmax,torch_eager,fp16,1x2,cold,,skip,2.3\n");
   const auto rows = read_results_csv(f.path());
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].impl, "torch_compile");
@@ -402,31 +402,31 @@ std::string read_error(const std::string& text, std::string* path_out = nullptr)
 }
 
 TEST(Output, ReadCsvErrorsNameFileAndLine) {
-  const std::string header = "op,impl,dtype,shape,median_us,status\n";
-  const std::string good = "rmsnorm,v1,bf16,4x4,1.5,pass\n";
+  const std::string header = "op,impl,dtype,shape,l2,median_us,status\n";
+  const std::string good = "rmsnorm,v1,bf16,4x4,cold,1.5,pass\n";
   std::string path;
 
-  std::string msg = read_error(header + good + "\n" + "rmsnorm,\"v1,bf16,4x4,1.5,pass\n", &path);
+  std::string msg = read_error(header + good + "\n" + "rmsnorm,\"v1,bf16,4x4,cold,1.5,pass\n", &path);
   EXPECT_EQ(msg.rfind(path + ":4: ", 0), 0u) << msg;
   EXPECT_NE(msg.find("unterminated"), std::string::npos) << msg;
 
-  msg = read_error(header + good + "rmsnorm,v1,bf16,4x4,pass\n", &path);
-  EXPECT_EQ(msg, path + ":3: expected 6 fields, got 5");
+  msg = read_error(header + good + "rmsnorm,v1,bf16,4x4,cold,pass\n", &path);
+  EXPECT_EQ(msg, path + ":3: expected 7 fields, got 6");
 
-  msg = read_error(header + good + good + "rmsnorm,v1,bf16,4x4,fast,pass\n", &path);
+  msg = read_error(header + good + good + "rmsnorm,v1,bf16,4x4,cold,fast,pass\n", &path);
   EXPECT_EQ(msg, path + ":4: column 'median_us': bad number 'fast'");
 
   // A quoted newline makes one record of two lines; the next record is numbered correctly.
-  msg = read_error(header + "rmsnorm,\"v1\nx\",bf16,4x4,1,pass\nrmsnorm,v1,bf16,4x4,x,pass\n",
+  msg = read_error(header + "rmsnorm,\"v1\nx\",bf16,4x4,cold,1,pass\nrmsnorm,v1,bf16,4x4,cold,x,pass\n",
                    &path);
   EXPECT_EQ(msg.rfind(path + ":4: ", 0), 0u) << msg;
 }
 
 TEST(Output, ReadCsvRejectsOtherFiles) {
   std::string path;
-  std::string msg = read_error("impl,dtype,shape,median_us,status\nv1,bf16,4x4,1,pass\n", &path);
+  std::string msg = read_error("impl,dtype,shape,l2,median_us,status\nv1,bf16,4x4,cold,1,pass\n", &path);
   EXPECT_EQ(msg, path + ": not a kbench results CSV (missing column 'op')");
-  msg = read_error("op,impl,dtype,shape,status\n", &path);
+  msg = read_error("op,impl,dtype,shape,l2,status\n", &path);
   EXPECT_EQ(msg, path + ": not a kbench results CSV (missing column 'median_us')");
   msg = read_error("", &path);
   EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << msg;
