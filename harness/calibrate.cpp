@@ -67,6 +67,8 @@ Ceiling measure_copy_ceiling(const DeviceInfo& device, gpuStream_t stream,
        [&](void* d, const void* s, size_t n) { launch_copy_tiled(d, s, n, 4, stream); }},
       {"tiled copy kernel x8", false,
        [&](void* d, const void* s, size_t n) { launch_copy_tiled(d, s, n, 8, stream); }},
+      {"tiled streaming copy kernel x4", false,
+       [&](void* d, const void* s, size_t n) { launch_copy_tiled(d, s, n, -1, stream); }},
   };
 
   Ceiling c;

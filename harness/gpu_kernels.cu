@@ -53,6 +53,20 @@ __global__ void copy_tiled_kernel(int4* __restrict__ dst, const int4* __restrict
     if (base + u * kThreads < count) dst[base + u * kThreads] = v[u];
 }
 
+// The same tile with streaming (evict-first) loads and stores: data copied once.
+template <int kUnroll>
+__global__ void copy_tiled_stream_kernel(float* __restrict__ dst, const float* __restrict__ src,
+                                         size_t count) {
+  const size_t base = blockIdx.x * size_t{kThreads} * kUnroll + threadIdx.x;
+  Vec16<float> v[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (base + u * kThreads < count) v[u] = load_vec_stream(src + 4 * (base + u * kThreads));
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (base + u * kThreads < count) store_vec_stream(dst + 4 * (base + u * kThreads), v[u]);
+}
+
 template <class T>
 __global__ void fill_kernel(T* dst, size_t count, T value) {
   for (size_t i = blockIdx.x * size_t{kThreads} + threadIdx.x; i < count;
@@ -101,7 +115,10 @@ void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpu
   auto grid = [&](int u) { return static_cast<unsigned>((count + size_t{kThreads} * u - 1) / (size_t{kThreads} * u)); };
   auto* d = static_cast<int4*>(dst);
   auto* s = static_cast<const int4*>(src);
-  if (unroll >= 8)
+  if (unroll < 0)  // streaming variant, 4 per thread
+    copy_tiled_stream_kernel<4><<<grid(4), kThreads, 0, stream>>>(
+        static_cast<float*>(dst), static_cast<const float*>(src), count);
+  else if (unroll >= 8)
     copy_tiled_kernel<8><<<grid(8), kThreads, 0, stream>>>(d, s, count);
   else
     copy_tiled_kernel<4><<<grid(4), kThreads, 0, stream>>>(d, s, count);

@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH=$PATH:/usr/local/cuda/bin
+export HCC_AMDGPU_TARGET=${HCC_AMDGPU_TARGET:-gfx90a}  # hipcc: no GPU probe on machines without one
 jobs=$(nproc)
 
 cmake -S . -B build -DCMAKE_CUDA_ARCHITECTURES="${KBENCH_CUDA_ARCHS:-80;90}" >/dev/null

@@ -41,6 +41,18 @@ __device__ __forceinline__ void store_vec(T* p, const Vec16<T>& v) {
   *reinterpret_cast<int4*>(p) = *reinterpret_cast<const int4*>(&v);
 }
 
+// Streaming store: data not read again soon, evict it first (st.global.cs on CUDA).
+template <class T>
+__device__ __forceinline__ void store_vec_stream(T* p, const Vec16<T>& v) {
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+  typedef int native_int4 __attribute__((ext_vector_type(4)));
+  __builtin_nontemporal_store(*reinterpret_cast<const native_int4*>(&v),
+                              reinterpret_cast<native_int4*>(p));
+#else
+  __stcs(reinterpret_cast<int4*>(p), *reinterpret_cast<const int4*>(&v));
+#endif
+}
+
 // All-zero bits: 0.0 in fp32, fp16 and bf16 alike.
 template <class T>
 __device__ __forceinline__ Vec16<T> zero_vec() {
