@@ -275,7 +275,8 @@ CompareReport compare_results(const ResultSet& baseline, const ResultSet& curren
   for (const PointComparison& p : report.points) count(report.summary, p);
 
   // A misspelt --op-threshold would silently leave the global threshold in force.
-  for (const auto& [op, pct] : options.op_threshold_pct) {
+  for (const auto& entry : options.op_threshold_pct) {
+    const std::string& op = entry.first;  // not a structured binding: clang 15 (hipcc) cannot capture those
     const bool used = std::any_of(report.points.begin(), report.points.end(),
                                   [&](const PointComparison& p) { return p.op == op; });
     if (!used) report.warnings.push_back("--op-threshold names op '" + op + "', in neither file");

@@ -18,8 +18,6 @@
 //                  Persistent grid, w kept in registers across rows, streaming loads for x.
 //                  Unaligned rows use scalar accesses with the same layout; rows beyond
 //                  register capacity (65536 bf16 / 32768 fp32) take v2's path.
-//   v4_vec16_regs_cs  v3 with streaming (evict-first, st.global.cs) stores of y: y is not read
-//                  again, so its lines need not displace anything in L2.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -186,19 +184,16 @@ __device__ __forceinline__ Vec16<T> load_pack(const T* row, int64_t col, int64_t
   }
 }
 
-template <class T, bool kVector, bool kStreamStore = false>
+template <class T, bool kVector>
 __device__ __forceinline__ void store_pack(T* row, int64_t col, int64_t cols, const Vec16<T>& v) {
-  if constexpr (kVector && kStreamStore) {
-    if (col < cols) store_vec_stream(row + col, v);
-  } else if constexpr (kVector) {
+  if constexpr (kVector) {
     if (col < cols) store_vec(row + col, v);
   } else {
     store_vec_partial(row + col, v, cols - col);
   }
 }
 
-template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector,
-          bool kStreamStore>
+template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) rmsnorm_fwd_regs(FwdParams<T> p) {
   constexpr int V = Vec16<T>::kSize;
   constexpr int kTeams = kBlock / kTeam;
@@ -257,32 +252,29 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) rmsnorm_fwd_regs(FwdParams
       } else {
         wv = load_pack<T, kVector, false>(p.w, pack_col(k), cols);
       }
-      store_pack<T, kVector, kStreamStore>(y_row, pack_col(k), cols, normalize(xv[k], wv, rstd));
+      store_pack<T, kVector>(y_row, pack_col(k), cols, normalize(xv[k], wv, rstd));
     }
   }
 }
 
-template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector,
-          bool kStreamStore>
+template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
 void launch_fwd_regs_variant(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
   constexpr int kTeams = kBlock / kTeam;
   const int64_t resident = static_cast<int64_t>(std::max(sm_count, 1)) * kMinBlocks;
   const int grid = static_cast<int>(std::min(ceil_div(p.rows, kTeams), resident));
-  rmsnorm_fwd_regs<T, kBlock, kTeam, kPacks, kMinBlocks, kVector, kStreamStore>
-      <<<grid, kBlock, 0, stream>>>(p);
+  rmsnorm_fwd_regs<T, kBlock, kTeam, kPacks, kMinBlocks, kVector><<<grid, kBlock, 0, stream>>>(p);
   KB_GPU_CHECK_LAUNCH();
 }
 
-// kStreamStore (v4) applies to the vector path; unaligned rows store as v3 does.
-template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kStreamStore>
+template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks>
 void launch_fwd_regs(const FwdParams<T>& p, bool vector, int sm_count, gpuStream_t stream) {
   if constexpr (kPacks <= 4) {
-    if (!vector) return launch_fwd_regs_variant<T, kBlock, kTeam, kPacks, kMinBlocks, false, false>(p, sm_count, stream);
+    if (!vector) return launch_fwd_regs_variant<T, kBlock, kTeam, kPacks, kMinBlocks, false>(p, sm_count, stream);
   }
-  launch_fwd_regs_variant<T, kBlock, kTeam, kPacks, kMinBlocks, true, kStreamStore>(p, sm_count, stream);
+  launch_fwd_regs_variant<T, kBlock, kTeam, kPacks, kMinBlocks, true>(p, sm_count, stream);
 }
 
-template <class T, bool kStreamStore>
+template <class T>
 void launch_v3(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
   constexpr int V = Vec16<T>::kSize;
   const bool vector = fwd_rows_aligned(p);
@@ -291,22 +283,22 @@ void launch_v3(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
   // first (rows up to 8 packs per lane: 2048 bf16 on a 32-wide warp), 8 rows per 256-thread
   // block; then one block per row. kMinBlocks keeps >= 768 threads per SM within the
   // register budget ptxas reports (x and w in registers: 8 x kPacks + ~20 per thread).
-  if (packs <= kWarpSize * 1) return launch_fwd_regs<T, 256, kWarpSize, 1, 4, kStreamStore>(p, vector, sm_count, stream);
-  if (packs <= kWarpSize * 2) return launch_fwd_regs<T, 256, kWarpSize, 2, 4, kStreamStore>(p, vector, sm_count, stream);
-  if (packs <= kWarpSize * 4) return launch_fwd_regs<T, 256, kWarpSize, 4, 4, kStreamStore>(p, vector, sm_count, stream);
+  if (packs <= kWarpSize * 1) return launch_fwd_regs<T, 256, kWarpSize, 1, 4>(p, vector, sm_count, stream);
+  if (packs <= kWarpSize * 2) return launch_fwd_regs<T, 256, kWarpSize, 2, 4>(p, vector, sm_count, stream);
+  if (packs <= kWarpSize * 4) return launch_fwd_regs<T, 256, kWarpSize, 4, 4>(p, vector, sm_count, stream);
   // Two-warp teams rather than 8 packs per lane: 4 blocks (1024 threads) per SM instead of 3
   // (measured on H100, bf16 16384x2048: 95% of the copy ceiling with 8 packs per lane).
-  if (packs <= 2 * kWarpSize * 4) return launch_fwd_regs<T, 256, 2 * kWarpSize, 4, 4, kStreamStore>(p, vector, sm_count, stream);
-  if (packs <= 128 * 4) return launch_fwd_regs<T, 128, 128, 4, 8, kStreamStore>(p, vector, sm_count, stream);
-  if (packs <= 256 * 4) return launch_fwd_regs<T, 256, 256, 4, 4, kStreamStore>(p, vector, sm_count, stream);
-  if (packs <= 512 * 4) return launch_fwd_regs<T, 512, 512, 4, 2, kStreamStore>(p, vector, sm_count, stream);
+  if (packs <= 2 * kWarpSize * 4) return launch_fwd_regs<T, 256, 2 * kWarpSize, 4, 4>(p, vector, sm_count, stream);
+  if (packs <= 128 * 4) return launch_fwd_regs<T, 128, 128, 4, 8>(p, vector, sm_count, stream);
+  if (packs <= 256 * 4) return launch_fwd_regs<T, 256, 256, 4, 4>(p, vector, sm_count, stream);
+  if (packs <= 512 * 4) return launch_fwd_regs<T, 512, 512, 4, 2>(p, vector, sm_count, stream);
   // Rows of up to 4096 packs (32768 bf16): two 512-thread blocks per SM, so one block streams
   // while the other reduces (one 1024-thread block per SM left the memory idle between rows:
   // 88% of the copy ceiling on H100 at 1024x32768). The scalar variant needs more registers
   // for per-element addresses and bounds, so it skips the 8-pack configurations.
-  if (packs <= 512 * 8 && vector) return launch_fwd_regs<T, 512, 512, 8, 2, kStreamStore>(p, vector, sm_count, stream);
-  if (packs <= 1024 * 4) return launch_fwd_regs<T, 1024, 1024, 4, 1, kStreamStore>(p, vector, sm_count, stream);
-  if (packs <= 1024 * 8 && vector) return launch_fwd_regs<T, 1024, 1024, 8, 1, kStreamStore>(p, vector, sm_count, stream);
+  if (packs <= 512 * 8 && vector) return launch_fwd_regs<T, 512, 512, 8, 2>(p, vector, sm_count, stream);
+  if (packs <= 1024 * 4) return launch_fwd_regs<T, 1024, 1024, 4, 1>(p, vector, sm_count, stream);
+  if (packs <= 1024 * 8 && vector) return launch_fwd_regs<T, 1024, 1024, 8, 1>(p, vector, sm_count, stream);
   launch_v2(p, stream);  // beyond register capacity: two passes, the second from L2
 }
 
@@ -354,21 +346,7 @@ KBENCH_REGISTER(rmsnorm_v3_vec16_regs) {
       .launch([](const LaunchArgs& a) {
         dispatch_dtype(a.dtype, [&](auto tag) {
           using T = typename decltype(tag)::type;
-          launch_v3<T, false>(fwd_params<T>(a), a.sm_count, stream_of(a));
-        });
-      })
-      .rejects(accepts_any_shape)
-      .workspace(no_workspace);
-}
-
-KBENCH_REGISTER(rmsnorm_v4_vec16_regs_cs) {
-  register_impl("rmsnorm", "v4_vec16_regs_cs")
-      .note("v3 with streaming (evict-first) stores of y")
-      .dtypes({DType::f32, DType::f16, DType::bf16})
-      .launch([](const LaunchArgs& a) {
-        dispatch_dtype(a.dtype, [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          launch_v3<T, true>(fwd_params<T>(a), a.sm_count, stream_of(a));
+          launch_v3(fwd_params<T>(a), a.sm_count, stream_of(a));
         });
       })
       .rejects(accepts_any_shape)

@@ -15,23 +15,6 @@
 namespace kbench {
 namespace {
 
-__global__ void write_to_null(int* p) { p[threadIdx.x] = 1; }
-
-void faulting_launch(const LaunchArgs& args) {
-  write_to_null<<<1, 1, 0, static_cast<gpuStream_t>(args.stream)>>>(nullptr);
-  KB_GPU_CHECK_LAUNCH();
-}
-
-KBENCH_REGISTER(fault_impl) {
-  register_impl("rmsnorm", "x_faults_on_second_shape")
-      .launch([](const LaunchArgs& args) {
-        if (args.shape.m == 128) return faulting_launch(args);
-        for (const ImplDescriptor* impl : Registry::instance().impls_of("rmsnorm"))
-          if (impl->name == "v1_naive") return impl->launch(args);
-      })
-      .note("test only: faults at 128xN");
-}
-
 TEST(GpuFault, EarlierRowsSurviveAndTheErrorNamesThePoint) {
   const std::string csv = (std::filesystem::temp_directory_path() /
                            ("kbench_fault_" + std::to_string(::getpid()) + ".csv")).string();
