@@ -9,6 +9,7 @@
 #include "harness/gpu_kernels.h"
 #include "harness/metrics.h"
 #include "harness/stats.h"
+#include "harness/timing.h"
 #include "harness/version.h"
 
 namespace kbench {
@@ -23,22 +24,13 @@ struct CopyMethod {
 // Median GB/s of `runs` copies moving 2 * bytes each (read + write), L2 flushed before each.
 double median_copy_gbps(const std::function<void()>& copy, const std::function<void()>& flush,
                         size_t bytes, int runs, gpuStream_t stream) {
-  gpuEvent_t start, stop;
-  KB_GPU_CHECK(gpuEventCreate(&start));
-  KB_GPU_CHECK(gpuEventCreate(&stop));
+  EventPair events(stream);
   std::vector<double> gbps;
   for (int i = 0; i < runs + 2; ++i) {  // two warm-up runs
     flush();  // still running when the copy is enqueued: launch latency stays out
-    KB_GPU_CHECK(gpuEventRecord(start, stream));
-    copy();
-    KB_GPU_CHECK(gpuEventRecord(stop, stream));
-    KB_GPU_CHECK(gpuEventSynchronize(stop));
-    float ms = 0;
-    KB_GPU_CHECK(gpuEventElapsedTime(&ms, start, stop));
+    const double ms = events.time_ms(copy);
     if (i >= 2) gbps.push_back(2.0 * bytes / (ms * 1e-3) / 1e9);
   }
-  (void)gpuEventDestroy(start);
-  (void)gpuEventDestroy(stop);
   return summarize(gbps).median;
 }
 

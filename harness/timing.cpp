@@ -46,21 +46,36 @@ size_t flush_bytes(const DeviceInfo& d) {
 
 }  // namespace
 
-Timer::Timer(const DeviceInfo& device, gpuStream_t stream)
-    : device_(device), stream_(stream), flush_buffer_(flush_bytes(device)),
-      collector_(std::make_unique<Collector>()) {
-  init_google_benchmark();
+EventPair::EventPair(gpuStream_t stream) : stream_(stream) {
   KB_GPU_CHECK(gpuEventCreate(&start_));
   KB_GPU_CHECK(gpuEventCreate(&stop_));
+}
+
+EventPair::~EventPair() {
+  if (start_) (void)gpuEventDestroy(start_);
+  if (stop_) (void)gpuEventDestroy(stop_);
+}
+
+double EventPair::time_ms(const std::function<void()>& enqueue) {
+  KB_GPU_CHECK(gpuEventRecord(start_, stream_));
+  enqueue();
+  KB_GPU_CHECK(gpuEventRecord(stop_, stream_));
+  KB_GPU_CHECK(gpuEventSynchronize(stop_));
+  float ms = 0;
+  KB_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
+  return ms;
+}
+
+Timer::Timer(const DeviceInfo& device, gpuStream_t stream)
+    : device_(device), stream_(stream), events_(stream), flush_buffer_(flush_bytes(device)),
+      collector_(std::make_unique<Collector>()) {
+  init_google_benchmark();
   KB_GPU_CHECK(gpuMemset(flush_buffer_.get(), 1, flush_buffer_.bytes()));
   // About 20 us of busy-wait: longer than a launch's host latency.
   spin_cycles_ = std::max<int64_t>(20000, int64_t{device.sm_clock_khz} * 20 / 1000);
 }
 
-Timer::~Timer() {
-  if (start_) (void)gpuEventDestroy(start_);
-  if (stop_) (void)gpuEventDestroy(stop_);
-}
+Timer::~Timer() = default;
 
 void Timer::prepare_sample(bool cold) {
   if (cold)
@@ -71,13 +86,7 @@ void Timer::prepare_sample(bool cold) {
 
 double Timer::time_once_us(const std::function<void()>& launch, bool cold) {
   prepare_sample(cold);  // still running on the GPU while the host enqueues the rest
-  KB_GPU_CHECK(gpuEventRecord(start_, stream_));
-  launch();
-  KB_GPU_CHECK(gpuEventRecord(stop_, stream_));
-  KB_GPU_CHECK(gpuEventSynchronize(stop_));
-  float ms = 0;
-  KB_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
-  return ms * 1e3;
+  return events_.time_ms(launch) * 1e3;
 }
 
 std::vector<double> Timer::run_benchmark(const std::string& name,

@@ -14,6 +14,23 @@
 
 namespace kbench {
 
+// Two device events around the work a callable enqueues on a stream: the one place kbench
+// turns device work into milliseconds. Event failures throw RuntimeFailure.
+class EventPair {
+ public:
+  explicit EventPair(gpuStream_t stream);
+  ~EventPair();
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+
+  // Records start, calls enqueue, records stop, waits for stop: the elapsed device time.
+  double time_ms(const std::function<void()>& enqueue);
+
+ private:
+  gpuStream_t stream_;
+  gpuEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
 struct TimingOptions {
   bool cold_l2 = true;
   int samples = 0;            // fixed sample count; 0: derive from target_ms
@@ -33,7 +50,7 @@ struct Measurement {
 class Timer {
  public:
   Timer(const DeviceInfo& device, gpuStream_t stream);
-  ~Timer();
+  ~Timer();  // out of line: Collector is incomplete here
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
 
@@ -54,7 +71,7 @@ class Timer {
 
   DeviceInfo device_;
   gpuStream_t stream_;
-  gpuEvent_t start_ = nullptr, stop_ = nullptr;
+  EventPair events_;
   DeviceBuffer flush_buffer_;
   int64_t spin_cycles_ = 0;
   std::unique_ptr<Collector> collector_;

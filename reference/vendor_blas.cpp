@@ -17,6 +17,7 @@ GemmRate measure_bf16_gemm_rate(const DeviceInfo&, int) {
 #include "harness/buffer.h"
 #include "harness/inputs.h"
 #include "harness/stats.h"
+#include "harness/timing.h"
 
 namespace kbench {
 namespace {
@@ -45,22 +46,18 @@ GemmRate measure_bf16_gemm_rate(const DeviceInfo& device, int size) {
   DeviceBuffer c(size_t(size) * size * sizeof(float));
   cublasHandle_t handle;
   KB_CUBLAS_CHECK(cublasCreate(&handle));
-  gpuEvent_t start, stop;
-  KB_GPU_CHECK(gpuEventCreate(&start));
-  KB_GPU_CHECK(gpuEventCreate(&stop));
+  EventPair events(nullptr);  // the default stream, where cuBLAS runs without a stream set
   const float alpha = 1, beta = 0;
+  auto gemm = [&] {
+    KB_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, size, size, size, &alpha,
+                                 a.get(), CUDA_R_16BF, size, b.get(), CUDA_R_16BF, size, &beta,
+                                 c.get(), CUDA_R_32F, size, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
+  };
   std::vector<double> tflops;
   try {
     for (int i = 0; i < 13; ++i) {  // 3 warm-ups, 10 timed
-      KB_GPU_CHECK(gpuEventRecord(start, nullptr));
-      KB_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, size, size, size, &alpha,
-                                   a.get(), CUDA_R_16BF, size, b.get(), CUDA_R_16BF, size, &beta,
-                                   c.get(), CUDA_R_32F, size, CUBLAS_COMPUTE_32F,
-                                   CUBLAS_GEMM_DEFAULT));
-      KB_GPU_CHECK(gpuEventRecord(stop, nullptr));
-      KB_GPU_CHECK(gpuEventSynchronize(stop));
-      float ms = 0;
-      KB_GPU_CHECK(gpuEventElapsedTime(&ms, start, stop));
+      const double ms = events.time_ms(gemm);
       if (i >= 3) tflops.push_back(2.0 * size * size * double(size) / (ms * 1e-3) / 1e12);
     }
   } catch (...) {
@@ -68,8 +65,6 @@ GemmRate measure_bf16_gemm_rate(const DeviceInfo& device, int size) {
     throw;
   }
   cublasDestroy(handle);
-  (void)gpuEventDestroy(start);
-  (void)gpuEventDestroy(stop);
   return {summarize(tflops).median,
           "cuBLAS bf16 GEMM " + std::to_string(size) + "^3, fp32 accumulate, median of 10"};
 }
