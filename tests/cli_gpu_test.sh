@@ -28,5 +28,15 @@ python3 -m json.tool "$tmp/r.json" >/dev/null || fail "--json output is not JSON
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['benchmarks']" "$tmp/gb.json" \
   || fail "--gbench-json has no benchmarks"
 
+# run --baseline gates in one step: a rerun of the same point passes, a slowed one fails.
+one=(rmsnorm --impl v3_vec16_regs --dtype bf16 --shape 4096x8192 --samples 100 --format none)
+"$kbench" run "${one[@]}" --csv "$tmp/base.csv" || fail "baseline run"
+"$kbench" run "${one[@]}" --no-csv --baseline "$tmp/base.csv" >"$tmp/gate.txt" ||
+  fail "a rerun of the same point failed the gate: $(cat "$tmp/gate.txt")"
+"$kbench" run "${one[@]}" --no-csv --baseline "$tmp/base.csv" --inject-slowdown v3_vec16_regs=10 \
+  >"$tmp/gate.txt"
+rc=$?
+[[ $rc -eq 1 ]] || fail "a 10%-slowed point passed the gate (exit $rc): $(cat "$tmp/gate.txt")"
+
 echo "cli_gpu: $failures failure(s)"
 [[ $failures -eq 0 ]]
