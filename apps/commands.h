@@ -11,5 +11,6 @@ void setup_calibrate(CLI::App& app, int& exit_code);
 void setup_run(CLI::App& app, int& exit_code);    // kbench run: check + time
 void setup_check(CLI::App& app, int& exit_code);  // kbench check: correctness only
 void setup_compare(CLI::App& app, int& exit_code);  // kbench compare: the CI regression gate
+void setup_plot(CLI::App& app, int& exit_code);     // kbench plot: results CSVs -> SVG chart
 
 }  // namespace kbench::app

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   app::setup_run(app, exit_code);
   app::setup_check(app, exit_code);
   app::setup_compare(app, exit_code);
+  app::setup_plot(app, exit_code);
   try {
     Registry::instance().validate();
     reject_unknown_subcommand(app, argc, argv);

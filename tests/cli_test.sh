@@ -85,6 +85,25 @@ if command -v python3 >/dev/null; then
     { echo "FAIL: compare --format json is not JSON"; failures=$((failures + 1)); }
 fi
 
+# kbench plot needs no GPU: a standalone SVG from results CSVs; bad input is exit 2 naming it.
+sed 's/,rmsnorm,v3_vec16,/,softmax,v3_vec16,/' "$tmp/base.csv" >"$tmp/twoops.csv"
+expect 0 "Usage" plot --help
+expect 0 "wrote" plot "$tmp/base.csv" --kind bandwidth -o "$tmp/bw.svg"
+grep -q 'class="point"' "$tmp/bw.svg" && grep -q '</svg>' "$tmp/bw.svg" ||
+  { echo "FAIL: plot --kind bandwidth wrote no chart"; failures=$((failures + 1)); }
+expect 0 "wrote" plot "$tmp/twoops.csv" --kind bandwidth --op softmax --device h100-sxm -o "$tmp/bw.svg"
+expect 2 "choose one with --op" plot "$tmp/twoops.csv" --kind bandwidth -o "$tmp/bw.svg"
+expect 2 "no rows for --op layernorm (ops in the data: rmsnorm, softmax)" plot "$tmp/twoops.csv" --op layernorm -o "$tmp/x.svg"
+expect 2 "no rows for --impl v9 (impls in the data: v1_naive, v3_vec16)" plot "$tmp/base.csv" --impl v9 -o "$tmp/x.svg"
+expect 2 "no rows for --device mi300x" plot "$tmp/base.csv" --device mi300x -o "$tmp/x.svg"
+expect 2 "without flops" plot "$tmp/base.csv" -o "$tmp/x.svg"
+expect 2 "other.csv: missing column 'op'" plot "$tmp/other.csv" -o "$tmp/x.svg"
+expect 2 "nosuch.csv: no such file" plot "$tmp/nosuch.csv" -o "$tmp/x.svg"
+expect 2 "nosuch_ceilings.csv" plot "$tmp/base.csv" --ceilings "$tmp/nosuch_ceilings.csv" -o "$tmp/x.svg"
+expect 2 "kind" plot "$tmp/base.csv" --kind pie -o "$tmp/x.svg"
+expect 2 "output" plot "$tmp/base.csv"
+[[ ! -e "$tmp/x.svg" ]] || { echo "FAIL: a failed plot left $tmp/x.svg"; failures=$((failures + 1)); }
+
 # Without a GPU, GPU commands fail with exit 3 and one line; with one, cli_gpu_test.sh covers them.
 if ! "$kbench" devices >/dev/null 2>&1; then
   expect 3 "no GPU" devices
