@@ -61,6 +61,7 @@ void print_json(std::ostream& os) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const OpDescriptor& op = *ops[i];
     os << "  {\"op\": " << quoted(op.name) << ", \"summary\": " << quoted(op.summary)
+       << ", \"eps\": " << op.eps
        << ", \"inputs\": " << array(names(op.inputs, [](auto& t) { return t.name + "[" + t.extent + "]"; }))
        << ", \"outputs\": " << array(names(op.outputs, [](auto& t) { return t.name + "[" + t.extent + "]"; }))
        << ", \"dtypes\": " << array(names(op.dtypes, [](DType t) { return std::string(dtype_name(t)); }));
@@ -68,6 +69,19 @@ void print_json(std::ostream& os) {
                               {SweepLevel::full, "full"}})
       os << ", \"sweep_" << key << "\": "
          << array(names(op.sweep(level), [](const Shape& s) { return shape_to_string(s); }));
+    // The op's bytes/flops model at every shape of its full sweep, so tools outside kbench
+    // (scripts/torch_peers.py) compute GB/s the same way without copying the model.
+    os << ", \"work\": [";
+    bool first = true;
+    for (const Shape& shape : op.sweep(SweepLevel::full))
+      for (DType t : op.dtypes) {
+        os << (first ? "" : ", ") << "{\"shape\": " << quoted(shape_to_string(shape))
+           << ", \"dtype\": " << quoted(std::string(dtype_name(t))) << ", \"bytes\": "
+           << static_cast<int64_t>(op.bytes(shape, t)) << ", \"flops\": "
+           << static_cast<int64_t>(op.flops(shape, t)) << "}";
+        first = false;
+      }
+    os << "]";
     os << ", \"impls\": [";
     const auto impls = Registry::instance().impls_of(op.name);
     for (size_t j = 0; j < impls.size(); ++j)

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""PyTorch peer rows in kbench's CSV schema: torch_eager and torch_compile for kbench's ops,
+shapes and dtypes, timed the way kbench times (cold L2, device events, median), so that
+`kbench compare` and `kbench plot` put them next to kbench's impls.
+
+    python3 scripts/torch_peers.py --kbench build/kbench --ops rmsnorm,rmsnorm_bwd \\
+        --dtype bf16 --out results/<device-slug>/torch-peers.csv
+
+Shapes, eps and each point's minimum bytes and flops come from `kbench list --json` (the op's
+reference file is the one model); device name, arch, datasheet peak and measured ceiling from
+`kbench devices --json`. Only what each op *is* in PyTorch terms lives here (PEERS).
+Correctness is a sanity check against a float64 PyTorch computation on the same inputs:
+status pass when every output is finite and its ||out - ref|| / ||ref|| is under
+4 units of roundoff of the dtype (1e-5 at least); kbench's own per-element check is stricter.
+"""
+import argparse
+import csv
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+# DESIGN.md's stable schema; compare and plot read columns by name.
+COLUMNS = (
+    "kbench_version timestamp device device_slug arch sm_count driver runtime op impl dtype "
+    "shape m n k l2 samples median_us mean_us min_us p10_us p90_us stddev_us noise_pct "
+    "sm_clock_mhz bytes flops gbps tflops intensity peak_gbps peak_pct ceiling_gbps "
+    "ceiling_pct max_abs_err max_rel_err rel_l2_err atol rtol status note"
+).split()
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
+
+
+# ----- what each op is in PyTorch ------------------------------------------------------------
+# make(m, n, dtype, eps) -> (run, reference): run() enqueues the timed work and returns the
+# outputs; reference() returns the same outputs computed in float64.
+
+def rmsnorm_peer(m, n, dtype, eps, compiled):
+    x = torch.randn(m, n, device="cuda", dtype=dtype)
+    w = 1 + 0.1 * torch.randn(n, device="cuda", dtype=dtype)
+    fn = lambda x, w: F.rms_norm(x, (n,), w, eps)  # noqa: E731
+    if compiled:
+        fn = torch.compile(fn)
+    run = lambda: (fn(x, w),)  # noqa: E731
+    reference = lambda: (F.rms_norm(x.double(), (n,), w.double(), eps),)  # noqa: E731
+    return run, reference
+
+
+def rmsnorm_bwd_peer(m, n, dtype, eps, compiled):
+    """Times the backward only: the forward graph is built once, its backward re-run."""
+    x = torch.randn(m, n, device="cuda", dtype=dtype, requires_grad=True)
+    w = (1 + 0.1 * torch.randn(n, device="cuda", dtype=dtype)).requires_grad_()
+    dy = torch.randn(m, n, device="cuda", dtype=dtype)
+    fn = lambda x, w: F.rms_norm(x, (n,), w, eps)  # noqa: E731
+    if compiled:
+        fn = torch.compile(fn)
+    y = fn(x, w)
+    run = lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True)  # noqa: E731
+
+    def reference():
+        x64 = x.detach().double().requires_grad_()
+        w64 = w.detach().double().requires_grad_()
+        y64 = F.rms_norm(x64, (n,), w64, eps)
+        return torch.autograd.grad(y64, (x64, w64), dy.double())
+
+    return run, reference
+
+
+PEERS = {"rmsnorm": rmsnorm_peer, "rmsnorm_bwd": rmsnorm_bwd_peer}
+
+
+# ----- timing, as kbench does it ---------------------------------------------------------------
+
+class ColdTimer:
+    """Reads a buffer of twice the L2 before each sample (clean lines, nothing dirty left to
+    write back), then queues a ~50 us sleep so Python's launch overhead stays out of the
+    event interval."""
+
+    def __init__(self, l2_bytes, clock_khz):
+        self.flush = torch.ones(max(2 * l2_bytes, 64 << 20) // 4, device="cuda", dtype=torch.int32)
+        self.sleep_cycles = int(50e-6 * clock_khz * 1e3)
+
+    def sample_us(self, run):
+        self.flush.sum()
+        torch.cuda._sleep(self.sleep_cycles)
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        return start.elapsed_time(stop) * 1e3
+
+
+def percentile(sorted_values, q):
+    pos = (len(sorted_values) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def errors(outputs, references):
+    """Max abs, max rel and the worst ||out-ref||/||ref|| over the outputs."""
+    max_abs = max_rel = rel_l2 = 0.0
+    finite = True
+    for out, ref in zip(outputs, references):
+        out = out.detach().double()
+        diff = (out - ref).abs()
+        finite = finite and bool(torch.isfinite(out).all())
+        max_abs = max(max_abs, float(diff.max()))
+        nz = ref != 0
+        if bool(nz.any()):
+            max_rel = max(max_rel, float((diff[nz] / ref[nz].abs()).max()))
+        rel_l2 = max(rel_l2, float(diff.norm() / max(float(ref.norm()), 1e-300)))
+    return finite, max_abs, max_rel, rel_l2
+
+
+# ----- main --------------------------------------------------------------------------------
+
+def kbench_json(kbench, *args):
+    return json.loads(subprocess.run([kbench, *args], check=True, capture_output=True, text=True).stdout)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kbench", default="build/kbench")
+    p.add_argument("--ops", default="rmsnorm,rmsnorm_bwd")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--sweep", default="default", choices=["quick", "default", "full"])
+    p.add_argument("--providers", default="eager,compile")
+    p.add_argument("--samples", type=int, default=50)
+    p.add_argument("--ceilings", default=None, help="measured ceilings (kbench devices --ceilings)")
+    p.add_argument("--out", required=True)
+    a = p.parse_args()
+
+    for flag in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit"):
+        if hasattr(torch._dynamo.config, flag):  # one compile per shape: lift the limits
+            setattr(torch._dynamo.config, flag, 1024)
+
+    ops = {o["op"]: o for o in kbench_json(a.kbench, "list", "--json")}
+    devices = kbench_json(a.kbench, "devices", "--json", *(["--ceilings", a.ceilings] if a.ceilings else []))
+    dev = devices[torch.cuda.current_device()]
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    clock_khz = getattr(props, "clock_rate", 0) or 1980000
+    timer = ColdTimer(getattr(props, "L2_cache_size", 64 << 20), clock_khz)
+    version = subprocess.run([a.kbench, "--version"], capture_output=True, text=True).stdout.strip()
+    ceiling = dev.get("ceiling_copy_gbps") or float("nan")
+
+    with open(a.out, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        for op_name in a.ops.split(","):
+            if op_name not in PEERS or op_name not in ops:
+                sys.exit(f"torch_peers: no PyTorch peer for op '{op_name}' (have: {', '.join(PEERS)})")
+            op = ops[op_name]
+            work = {(w["shape"], w["dtype"]): w for w in op["work"]}
+            for dtype in a.dtype.split(","):
+                for shape in op["sweep_" + a.sweep]:
+                    m, n = (int(v) for v in shape.split("x")[:2])
+                    for provider in a.providers.split(","):
+                        try:
+                            row = measure(op_name, op, provider, m, n, dtype, timer, a.samples)
+                        except Exception as e:  # one peer failing must not lose the others
+                            print(f"{op_name} torch_{provider} {dtype} {shape}: {e}", file=sys.stderr)
+                            torch.cuda.empty_cache()
+                            continue
+                        w = work[(shape, dtype)]
+                        seconds = row["median_us"] * 1e-6
+                        gbps = w["bytes"] / seconds / 1e9
+                        row.update(
+                            kbench_version=version, timestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                            device=dev["name"], device_slug=dev["slug"], arch=dev["arch"],
+                            sm_count=dev["sm_count"], driver=dev["driver"], runtime=dev["runtime"],
+                            op=op_name, impl="torch_" + provider, dtype=dtype, shape=shape, m=m, n=n,
+                            k=0, l2="cold", sm_clock_mhz="", bytes=w["bytes"], flops=w["flops"],
+                            gbps=gbps, tflops=w["flops"] / seconds / 1e12,
+                            intensity=w["flops"] / w["bytes"], peak_gbps=dev["peak_gbps"],
+                            peak_pct=100 * gbps / dev["peak_gbps"], ceiling_gbps=ceiling,
+                            ceiling_pct=100 * gbps / ceiling, atol="", rtol="",
+                            note=f"torch {torch.__version__}")
+                        writer.writerow(row)
+                        f.flush()
+                        print(f"{op_name:12} torch_{provider:8} {dtype} {shape:12} "
+                              f"{row['median_us']:9.2f} us {gbps:7.0f} GB/s {row['ceiling_pct']:5.1f}% "
+                              f"{row['status']}", flush=True)
+    return 0
+
+
+def measure(op_name, op, provider, m, n, dtype, timer, samples):
+    run, reference = PEERS[op_name](m, n, DTYPES[dtype], op["eps"], provider == "compile")
+    outputs = run()  # also the warm-up (and the compile)
+    finite, max_abs, max_rel, rel_l2 = errors(outputs, reference())
+    ok = finite and rel_l2 <= max(4 * ROUNDOFF[dtype], 1e-5)
+    for _ in range(3):
+        timer.sample_us(run)
+    times = sorted(timer.sample_us(run) for _ in range(samples))
+    mean = statistics.fmean(times)
+    std = statistics.stdev(times) if len(times) > 1 else 0.0
+    return dict(samples=len(times), median_us=statistics.median(times), mean_us=mean,
+                min_us=times[0], p10_us=percentile(times, 10), p90_us=percentile(times, 90),
+                stddev_us=std, noise_pct=100 * std / mean if mean else 0.0,
+                max_abs_err=max_abs, max_rel_err=max_rel, rel_l2_err=rel_l2,
+                status="pass" if ok else "fail")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
