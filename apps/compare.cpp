@@ -3,11 +3,11 @@
 // Needs no GPU. The matching and the verdict rule live in harness/compare.h.
 #include "harness/compare.h"
 
-#include <fstream>
 #include <iostream>
 
 #include "apps/commands.h"
 #include "harness/errors.h"
+#include "harness/output.h"
 
 namespace kbench::app {
 namespace {
@@ -26,14 +26,6 @@ std::string format_report(const CompareReport& report, const std::string& format
   if (format == "md") return format_markdown(report);
   if (format == "json") return format_json(report);
   return format_table(report);
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::out | std::ios::trunc);
-  if (!out) throw UsageError("cannot open '" + path + "' for writing");
-  out << text;
-  out.close();
-  if (!out) throw RuntimeFailure("writing '" + path + "' failed");
 }
 
 int execute(const CompareCommandOptions& o) {

@@ -3,12 +3,12 @@
 #include "harness/plot.h"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "apps/commands.h"
 #include "harness/ceilings.h"
 #include "harness/errors.h"
+#include "harness/output.h"
 
 namespace kbench::app {
 namespace {
@@ -41,11 +41,7 @@ int execute(const PlotCommandOptions& o) {
   }
   const std::string svg = render_plot(load_plot_rows(o.inputs, options.kind), options);
 
-  std::ofstream out(o.output, std::ios::out | std::ios::trunc);
-  if (!out) throw UsageError("cannot open '" + o.output + "' for writing");
-  out << svg;
-  out.close();
-  if (!out) throw RuntimeFailure("writing '" + o.output + "' failed");
+  write_text_file(o.output, svg);
   std::cout << "wrote " << o.output << "\n";
   return kExitOk;
 }

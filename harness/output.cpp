@@ -257,20 +257,11 @@ bool is_stream_target(const std::string& path) {
   return !ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
 }
 
-// Appends to a stream target (append: when stdout is redirected to a file, write at its end).
-void append_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::out | std::ios::app);
-  if (!out) throw UsageError("cannot open '" + path + "' for writing");
-  out << text;
-  out.flush();
-  if (!out) throw RuntimeFailure("writing '" + path + "' failed");
-}
-
 }  // namespace
 
 JsonWriter::JsonWriter(const std::string& path) : path_(path), stream_(is_stream_target(path)) {
   if (stream_) {
-    append_text(path_, "[");
+    write_text_file(path_, "[", true);
   } else {
     write_json_file(path_, objects_);  // an empty array: valid from the start
   }
@@ -279,7 +270,7 @@ JsonWriter::JsonWriter(const std::string& path) : path_(path), stream_(is_stream
 void JsonWriter::add(const ResultRow& row) {
   objects_.push_back(json_object(row));
   if (stream_) {
-    append_text(path_, (objects_.size() > 1 ? ",\n  " : "\n  ") + objects_.back());
+    write_text_file(path_, (objects_.size() > 1 ? ",\n  " : "\n  ") + objects_.back(), true);
   } else {
     write_json_file(path_, objects_);
   }
@@ -287,7 +278,7 @@ void JsonWriter::add(const ResultRow& row) {
 
 void JsonWriter::finish() {
   if (!stream_ || closed_) return;  // a regular file is complete after every add
-  append_text(path_, objects_.empty() ? "]\n" : "\n]\n");
+  write_text_file(path_, objects_.empty() ? "]\n" : "\n]\n", true);
   closed_ = true;
 }
 
@@ -344,6 +335,14 @@ bool known_status(const std::string& s) {
 }
 
 }  // namespace
+
+void write_text_file(const std::string& path, const std::string& text, bool append) {
+  std::ofstream out(path, std::ios::out | (append ? std::ios::app : std::ios::trunc));
+  if (!out) throw UsageError("cannot open '" + path + "' for writing");
+  out << text;
+  out.close();
+  if (!out) throw RuntimeFailure("writing '" + path + "' failed");
+}
 
 std::vector<ResultRow> read_results_csv(const std::string& path, std::vector<size_t>* row_lines) {
   std::error_code ec;

@@ -68,6 +68,11 @@ class MultiReporter : public Reporter {
   std::vector<std::unique_ptr<Reporter>> parts_;
 };
 
+// Writes `text` to `path`, replacing it (or appending: a stream target such as a redirected
+// stdout is written at its end): UsageError when it cannot be opened, RuntimeFailure when the
+// write fails (a full disk). For reports, charts and streamed JSON.
+void write_text_file(const std::string& path, const std::string& text, bool append = false);
+
 // CSV field quoting and line splitting, shared with the CSV reader.
 std::string csv_escape(const std::string& field);
 std::vector<std::string> csv_split_line(const std::string& line);  // throws UsageError on bad quoting
