@@ -46,6 +46,9 @@ void add_selection_options(CLI::App* cmd, Selection& s) {
   cmd->add_option("--device", s.device, "GPU index, comma list, or all")->capture_default_str();
   cmd->add_option("--seed", s.seed, "Seed of the random inputs (same seed, same inputs)")
       ->capture_default_str();
+  cmd->add_option("--values", s.values,
+                  "Input values: normal | large (|x| ~ 1e3) | zero-rows (every 4th row of x zero)")
+      ->capture_default_str();
   cmd->add_flag("--verbose,-v", s.verbose, "Explain failing outputs on stderr");
 }
 
@@ -68,6 +71,7 @@ void resolve_selection(const Selection& s, RunOptions& out) {
   out.sweep = parse_sweep(s.sweep);
   validate_device_syntax(s.device);
   out.seed = s.seed;
+  out.values = parse_input_values(s.values);
   out.verbose = s.verbose;
 }
 

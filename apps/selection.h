@@ -19,6 +19,7 @@ struct Selection {
   std::string sweep = "default";
   std::string device = "0";
   uint64_t seed = 0x6b62656e6368ull;
+  std::string values = "normal";
   bool verbose = false;
 };
 

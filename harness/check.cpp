@@ -63,7 +63,8 @@ struct F16 {
 // Errors are taken over elements whose reference is finite. An output that is NaN or inf
 // where the reference is finite has an unbounded error: it contributes +inf (not NaN, which
 // would make the maxima depend on the order of comparison).
-inline bool check_element(double out, double ref, const Tolerance& tol, Partial& p) {
+inline bool check_element(double out, double ref, const Tolerance& tol, double atol_scale,
+                          Partial& p) {
   if (std::isnan(ref)) return std::isnan(out);  // defined, though references should not do it
   if (std::isinf(ref)) {
     if (out == ref) return true;
@@ -76,17 +77,17 @@ inline bool check_element(double out, double ref, const Tolerance& tol, Partial&
   if (ref != 0) p.max_rel = std::max(p.max_rel, diff / aref);
   p.sum_sq_diff += diff * diff;
   p.sum_sq_ref += ref * ref;
-  return diff <= tol.atol + tol.rtol * aref;
+  return diff <= tol.atol * atol_scale + tol.rtol * aref;
 }
 
 template <typename T>
-Partial check_range(const void* out, const double* ref, size_t begin, size_t end,
-                    Tolerance tol) {
+Partial check_range(const void* out, const double* ref, const double* scale, size_t begin,
+                    size_t end, Tolerance tol) {
   Partial p;
   const T load;
   for (size_t i = begin; i < end; ++i) {
     const double o = load(out, i);
-    if (!check_element(o, ref[i], tol, p)) {
+    if (!check_element(o, ref[i], tol, scale ? scale[i] : 1.0, p)) {
       if (p.bad_count++ == 0) {
         p.first_bad = i;
         p.first_bad_out = o;
@@ -100,12 +101,12 @@ Partial check_range(const void* out, const double* ref, size_t begin, size_t end
 // Chunk c of n elements covers [c*kChunk, min(n, (c+1)*kChunk)).
 template <typename T>
 std::vector<Partial> check_chunks(const void* out, const std::vector<double>& ref,
-                                  Tolerance tol) {
+                                  const double* scale, Tolerance tol) {
   const size_t n = ref.size();
   const size_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<Partial> parts(chunks);
   auto run_chunk = [&](size_t c) {
-    parts[c] = check_range<T>(out, ref.data(), c * kChunk, std::min(n, (c + 1) * kChunk), tol);
+    parts[c] = check_range<T>(out, ref.data(), scale, c * kChunk, std::min(n, (c + 1) * kChunk), tol);
   };
 
   const size_t threads =
@@ -135,12 +136,13 @@ std::string fmt(double v) {
 }  // namespace
 
 CheckResult check_output(const void* out, DType t, const std::vector<double>& ref,
-                         Tolerance tol) {
+                         Tolerance tol, const std::vector<double>* atol_scale) {
+  const double* scale = atol_scale && !atol_scale->empty() ? atol_scale->data() : nullptr;
   std::vector<Partial> parts;
   switch (t) {
-    case DType::f32: parts = check_chunks<F32>(out, ref, tol); break;
-    case DType::f16: parts = check_chunks<F16>(out, ref, tol); break;
-    case DType::bf16: parts = check_chunks<BF16>(out, ref, tol); break;
+    case DType::f32: parts = check_chunks<F32>(out, ref, scale, tol); break;
+    case DType::f16: parts = check_chunks<F16>(out, ref, scale, tol); break;
+    case DType::bf16: parts = check_chunks<BF16>(out, ref, scale, tol); break;
   }
 
   // Merge in chunk order; the first failing chunk holds the first failing element.

@@ -1,7 +1,8 @@
 // Correctness: compares one device output (in its dtype) with the float64 reference.
 // An element passes when it is finite wherever the reference is finite and
-// |out - ref| <= atol + rtol * |ref|. NaN never passes, so an output element the kernel did
-// not write (the harness poisons outputs with NaN) fails.
+// |out - ref| <= atol * scale + rtol * |ref|, scale 1 unless the op gives per-element scales
+// (OpDescriptor::atol_scale). NaN never passes, so an output element the kernel did not write
+// (the harness poisons outputs with NaN) fails.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -24,7 +25,7 @@ struct CheckResult {
 };
 
 CheckResult check_output(const void* out, DType t, const std::vector<double>& ref,
-                         Tolerance tol);
+                         Tolerance tol, const std::vector<double>* atol_scale = nullptr);
 
 // Combines several outputs' results: pass if all pass, errors are the maxima.
 CheckResult combine(const std::vector<CheckResult>& parts);

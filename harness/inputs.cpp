@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "harness/errors.h"
 #include "harness/parallel.h"
 
 namespace kbench {
@@ -44,8 +45,29 @@ uint64_t tensor_seed(uint64_t run_seed, const std::string& op, DType t, const Sh
   return splitmix64(state);
 }
 
+InputValues parse_input_values(const std::string& name) {
+  if (name == "normal") return InputValues::normal;
+  if (name == "large") return InputValues::large;
+  if (name == "zero-rows") return InputValues::zero_rows;
+  throw UsageError("unknown --values '" + name + "' (valid: normal, large, zero-rows)");
+}
+
+const char* input_values_name(InputValues v) {
+  switch (v) {
+    case InputValues::large: return "large";
+    case InputValues::zero_rows: return "zero-rows";
+    case InputValues::normal: break;
+  }
+  return "normal";
+}
+
 HostTensor make_input(const TensorSpec& spec, DType run_dtype, const Shape& shape,
-                      uint64_t seed) {
+                      uint64_t seed, InputValues values) {
+  const bool edge = spec.edge_values;
+  const double scale = edge && values == InputValues::large ? kLargeValueScale : 1.0;
+  // Zero rows only where the tensor has rows: an M x N tensor.
+  const bool zero_rows = edge && values == InputValues::zero_rows && spec.numel(shape) ==
+                                                                          shape.m * shape.n;
   HostTensor t;
   t.dtype = tensor_dtype(spec, run_dtype);
   t.numel = spec.numel(shape);
@@ -58,7 +80,8 @@ HostTensor make_input(const TensorSpec& spec, DType run_dtype, const Shape& shap
       const int64_t end = std::min(t.numel, (c + 1) * kChunk);
       for (int64_t i = c * kChunk; i < end; ++i) {
         const double z = normal(state);
-        const double v = spec.init == Init::around_one ? 1.0 + 0.1 * z : z;
+        double v = spec.init == Init::around_one ? 1.0 + 0.1 * z : z * scale;
+        if (zero_rows && (i / shape.n) % 4 == 0) v = 0;
         store_from_double(t.bytes.data(), t.dtype, static_cast<size_t>(i), v);
         t.values[i] = load_as_double(t.bytes.data(), t.dtype, static_cast<size_t>(i));
       }

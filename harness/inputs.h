@@ -19,6 +19,15 @@ struct HostTensor {
 
 DType tensor_dtype(const TensorSpec& spec, DType run_dtype);
 
+// What the tensors marked edge_values hold (`--values`): the normal random draw, the same
+// scaled to |x| ~ 1e3 (overflow in fp16 intermediates, x^3 in polynorm), or the normal draw
+// with every fourth row (rows 0, 4, 8, ...) all zero (eps alone keeps rstd finite).
+enum class InputValues { normal, large, zero_rows };
+constexpr double kLargeValueScale = 1e3;
+
+InputValues parse_input_values(const std::string& name);  // UsageError naming a bad one
+const char* input_values_name(InputValues v);             // normal | large | zero-rows
+
 // A seed for one tensor of one point, derived from the run's seed, so every point's inputs
 // are reproducible on their own (a point does not depend on which points ran before it).
 uint64_t tensor_seed(uint64_t run_seed, const std::string& op, DType t, const Shape& s,
@@ -27,7 +36,7 @@ uint64_t tensor_seed(uint64_t run_seed, const std::string& op, DType t, const Sh
 // Values from spec.init, never exactly zero for Init::normal's bulk (zeros hide unwritten
 // outputs). Generated in parallel chunks with per-chunk generators: deterministic for a seed.
 HostTensor make_input(const TensorSpec& spec, DType run_dtype, const Shape& shape,
-                      uint64_t seed);
+                      uint64_t seed, InputValues values = InputValues::normal);
 
 // Host bytes per element a point needs for its inputs and reference outputs (to refuse
 // points that would not fit in host memory before allocating anything).

@@ -37,8 +37,18 @@ OpBuilder& OpBuilder::tolerance(std::function<Tolerance(size_t, DType, const Sha
   op_.tolerance = std::move(f);
   return *this;
 }
+OpBuilder& OpBuilder::atol_scale(
+    std::function<bool(const ReferenceArgs&, size_t, std::vector<double>&)> f) {
+  op_.atol_scale = std::move(f);
+  return *this;
+}
 OpBuilder& OpBuilder::sweep(SweepLevel level, std::vector<Shape> shapes) {
   op_.sweeps[level] = std::move(shapes);
+  return *this;
+}
+
+OpBuilder& OpBuilder::sweeps(const std::map<SweepLevel, std::vector<Shape>>& all) {
+  for (const auto& [level, shapes] : all) op_.sweeps[level] = shapes;
   return *this;
 }
 
@@ -164,6 +174,16 @@ TensorSpec rows_by_cols(std::string name, Init init) {
 TensorSpec cols(std::string name, Init init) {
   return TensorSpec{std::move(name), "N", [](const Shape& s) { return s.n; },
                     TensorType::activation, init};
+}
+
+TensorSpec scalars(std::string name, int64_t count, Init init) {
+  return TensorSpec{std::move(name), std::to_string(count),
+                    [count](const Shape&) { return count; }, TensorType::activation, init};
+}
+
+TensorSpec with_edge_values(TensorSpec t) {
+  t.edge_values = true;
+  return t;
 }
 
 }  // namespace kbench

@@ -30,6 +30,9 @@ struct TensorSpec {
   std::function<int64_t(const Shape&)> numel;  // element count for a shape (-1 on overflow)
   TensorType type = TensorType::activation;
   Init init = Init::normal;
+  // The values a norm takes its row statistics from (x; x and r for fused add). `--values
+  // large` scales them to |x| ~ 1e3 and `--values zero-rows` zeroes whole rows of them.
+  bool edge_values = false;
 };
 
 // Host tensors handed to a reference: inputs hold the values the GPU sees (already rounded
@@ -61,6 +64,11 @@ struct OpDescriptor {
   std::function<double(const Shape&, DType)> flops;
   // Tolerance for one output (by index) of one shape and dtype.
   std::function<Tolerance(size_t output, DType, const Shape&)> tolerance;
+  // Optional: per-element factors on one output's atol, for outputs whose fp32 rounding error
+  // follows data-dependent terms that cancel (layernorm_bwd's dx grows with rstd, which a
+  // near-constant row makes large). Given the reference's inputs and outputs, fills `scale`
+  // (one factor per element of the output) and returns true, or returns false (factor 1).
+  std::function<bool(const ReferenceArgs&, size_t output, std::vector<double>& scale)> atol_scale;
   std::map<SweepLevel, std::vector<Shape>> sweeps;
 
   const std::vector<Shape>& sweep(SweepLevel level) const;
@@ -107,7 +115,10 @@ class OpBuilder {
   OpBuilder& bytes(std::function<double(const Shape&, DType)> f);
   OpBuilder& flops(std::function<double(const Shape&, DType)> f);
   OpBuilder& tolerance(std::function<Tolerance(size_t, DType, const Shape&)> f);
+  OpBuilder& atol_scale(
+      std::function<bool(const ReferenceArgs&, size_t, std::vector<double>&)> f);
   OpBuilder& sweep(SweepLevel level, std::vector<Shape> shapes);
+  OpBuilder& sweeps(const std::map<SweepLevel, std::vector<Shape>>& all);
 
  private:
   OpDescriptor& op_;
@@ -164,6 +175,8 @@ inline ImplBuilder register_impl(std::string op, std::string name) {
 // Common tensor extents.
 TensorSpec rows_by_cols(std::string name, Init init = Init::normal);  // M x N
 TensorSpec cols(std::string name, Init init = Init::normal);          // N
+TensorSpec scalars(std::string name, int64_t count, Init init = Init::normal);  // fixed length
+TensorSpec with_edge_values(TensorSpec t);                            // sets edge_values
 
 }  // namespace kbench
 

@@ -78,6 +78,7 @@ struct PointData {
   std::vector<HostTensor> inputs;
   std::vector<DeviceBuffer> device_inputs;
   std::vector<std::vector<double>> reference;  // one per output
+  std::vector<std::vector<double>> atol_scales;  // one per output; empty: factor 1
   std::vector<int64_t> output_sizes;
 };
 
@@ -168,6 +169,8 @@ class SweepRunner {
     r.n = s.n;
     r.k = s.k;
     r.l2 = options_.timing.cold_l2 ? "cold" : "hot";
+    if (options_.values != InputValues::normal)
+      r.note = std::string("values=") + input_values_name(options_.values);
     for (double* f : {&r.median_us, &r.mean_us, &r.min_us, &r.p10_us, &r.p90_us, &r.stddev_us,
                       &r.noise_pct, &r.sm_clock_mhz, &r.gbps, &r.tflops, &r.peak_pct,
                       &r.ceiling_pct, &r.max_abs_err, &r.max_rel_err, &r.rel_l2_err})
@@ -225,7 +228,8 @@ class SweepRunner {
     ref.shape = s;
     ref.eps = op.eps;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
-      p.inputs.push_back(make_input(op.inputs[i], t, s, tensor_seed(options_.seed, op.name, t, s, i)));
+      p.inputs.push_back(make_input(op.inputs[i], t, s, tensor_seed(options_.seed, op.name, t, s, i),
+                                     options_.values));
       p.device_inputs.emplace_back(p.inputs.back().bytes.size());
       p.device_inputs.back().upload(p.inputs.back().bytes.data(), p.inputs.back().bytes.size());
     }
@@ -237,6 +241,11 @@ class SweepRunner {
       ref.outputs.push_back(&p.reference[i]);
     }
     op.reference(ref);
+    p.atol_scales.resize(op.outputs.size());
+    if (op.atol_scale) {
+      for (size_t i = 0; i < op.outputs.size(); ++i)
+        if (!op.atol_scale(ref, i, p.atol_scales[i])) p.atol_scales[i].clear();
+    }
     return p;
   }
 
@@ -346,7 +355,8 @@ class SweepRunner {
       const size_t numel = static_cast<size_t>(data.output_sizes[i]);
       host.resize(numel * dtype_size(ot));
       outputs[i].download(host.data(), host.size());
-      parts.push_back(check_output(host.data(), ot, data.reference[i], op.tolerance(i, t, s)));
+      parts.push_back(check_output(host.data(), ot, data.reference[i], op.tolerance(i, t, s),
+                                   &data.atol_scales[i]));
       if (!parts.back().pass) {
         const std::string why = describe_failure(op.outputs[i].name, parts.back(), numel);
         row.note += (row.note.empty() ? "" : "; ") + why;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/inputs.h"
 #include "harness/output.h"
 #include "harness/registry.h"
 #include "harness/timing.h"
@@ -23,6 +24,7 @@ struct RunOptions {
   bool measure = true;             // false: correctness only (`kbench check`)
   TimingOptions timing;
   uint64_t seed = 0x6b62656e6368ull;
+  InputValues values = InputValues::normal;  // --values: what edge_values tensors hold
   std::string ceilings_path;       // where measured ceilings are read (and auto-stored)
   bool auto_calibrate = true;      // measure the copy ceiling when none is stored
   std::string gbench_json;         // "" or a path for Google Benchmark's JSON

@@ -10,9 +10,14 @@
 
 #include "harness/parallel.h"
 #include "harness/registry.h"
+#include "reference/norm_common.h"
 
 namespace kbench {
 namespace {
+
+using norm::mn;
+using norm::reduction_tolerance;
+using norm::rowwise_tolerance;
 
 double row_rstd(const double* x, int64_t n, double eps) {
   double sum_sq = 0;
@@ -67,45 +72,12 @@ void rmsnorm_bwd_reference(const ReferenceArgs& a) {
     for (int64_t j = 0; j < n; ++j) dw[j] += part[j];
 }
 
-double mn(const Shape& s) { return static_cast<double>(s.m) * static_cast<double>(s.n); }
-
-// Outputs of a row-wise op are computed in fp32 and rounded once to the dtype: allow 2.5
-// units of roundoff (one for the final rounding, the rest for fp32 arithmetic and kernels
-// that round an intermediate such as xhat), plus a small absolute floor for values near 0.
-Tolerance rowwise_tolerance(DType t, double atol) {
-  return Tolerance{atol, 2.5 * dtype_epsilon(t) + 1e-5};
-}
-
-// dw sums M terms of unit size with random signs, so its magnitude grows like sqrt(M); an
-// fp32 accumulation over M terms errs by about 2^-24 * sqrt(M) * |partial sum| for pairwise
-// or blocked sums and more for a long sequential sum. The absolute tolerance therefore
-// scales with sqrt(M) (1e-4 per unit of typical magnitude, generous for fp32) while a wrong
-// kernel (a dropped row, a missing block partial) errs by whole terms, far above it.
-Tolerance weight_grad_tolerance(DType t, const Shape& s) {
-  return Tolerance{1e-4 * std::sqrt(static_cast<double>(s.m)) + 1e-5,
-                   2.5 * dtype_epsilon(t) + 1e-5};
-}
-
-const std::vector<Shape> kQuick = {{4096, 4096}, {4096, 8192}};
-// M*N = 32M elements (64 MiB per bf16 tensor, above any current L2), N from 1K to 64K.
-const std::vector<Shape> kDefault = {{32768, 1024}, {16384, 2048}, {8192, 4096},
-                                     {8192, 5120},  {4096, 8192},  {2048, 16384},
-                                     {1024, 32768}, {512, 65536}};
-const std::vector<Shape> kFull = [] {
-  std::vector<Shape> shapes = kDefault;
-  for (Shape s : {Shape{1, 4096}, Shape{7, 4097}, Shape{128, 4096}, Shape{1024, 4096},
-                  Shape{4097, 4099}, Shape{16384, 12288}, Shape{32768, 8192},
-                  Shape{65536, 4096}})
-    shapes.push_back(s);
-  return shapes;
-}();
-
 }  // namespace
 
 KBENCH_REGISTER(rmsnorm_op) {
   register_op("rmsnorm")
       .summary("y = x * rsqrt(mean(x^2) + eps) * w, row-wise over x[M,N]")
-      .input(rows_by_cols("x"))
+      .input(with_edge_values(rows_by_cols("x")))
       .input(cols("w", Init::around_one))
       .output(rows_by_cols("y"))
       .eps(1e-6)
@@ -115,16 +87,14 @@ KBENCH_REGISTER(rmsnorm_op) {
       // x^2 and its sum (2), scale by rstd and w (2) per element
       .flops([](const Shape& s, DType) { return 4 * mn(s); })
       .tolerance([](size_t, DType t, const Shape&) { return rowwise_tolerance(t, 1e-5); })
-      .sweep(SweepLevel::quick, kQuick)
-      .sweep(SweepLevel::standard, kDefault)
-      .sweep(SweepLevel::full, kFull);
+      .sweeps(norm::kSweeps);
 }
 
 KBENCH_REGISTER(rmsnorm_bwd_op) {
   register_op("rmsnorm_bwd")
       .summary("dx, dw of rmsnorm given dy, x, w (rstd recomputed)")
       .input(rows_by_cols("dy"))
-      .input(rows_by_cols("x"))
+      .input(with_edge_values(rows_by_cols("x")))
       .input(cols("w", Init::around_one))
       .output(rows_by_cols("dx"))
       .output(cols("dw"))
@@ -137,11 +107,11 @@ KBENCH_REGISTER(rmsnorm_bwd_op) {
       .tolerance([](size_t output, DType t, const Shape& s) {
         // dx = rstd * (g - xhat * c) cancels: the absolute floor covers fp32 arithmetic on
         // terms of unit size.
-        return output == 0 ? rowwise_tolerance(t, 1e-4) : weight_grad_tolerance(t, s);
+        // dw sums M terms (see norm_common.h).
+        return output == 0 ? rowwise_tolerance(t, 1e-4)
+                           : reduction_tolerance(t, static_cast<double>(s.m));
       })
-      .sweep(SweepLevel::quick, kQuick)
-      .sweep(SweepLevel::standard, kDefault)
-      .sweep(SweepLevel::full, kFull);
+      .sweeps(norm::kSweeps);
 }
 
 }  // namespace kbench

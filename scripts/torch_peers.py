@@ -8,7 +8,7 @@ shapes and dtypes, timed the way kbench times (cold L2, device events, median), 
 
 Shapes, eps and each point's minimum bytes and flops come from `kbench list --json` (the op's
 reference file is the one model); device name, arch, datasheet peak and measured ceiling from
-`kbench devices --json`. Only what each op *is* in PyTorch terms lives here (PEERS).
+`kbench devices --json`. Only what each op *is* in PyTorch terms lives here (FORWARDS, GRADS).
 Correctness is a sanity check against a float64 PyTorch computation on the same inputs:
 status pass when every output is finite and its ||out - ref|| / ||ref|| is under
 4 units of roundoff of the dtype (1e-5 at least); kbench's own per-element check is stricter.
@@ -38,41 +38,95 @@ ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
 
 
 # ----- what each op is in PyTorch ------------------------------------------------------------
-# make(m, n, dtype, eps) -> (run, reference): run() enqueues the timed work and returns the
-# outputs; reference() returns the same outputs computed in float64.
+# A forward: its inputs (name, extent, init) in kbench's order and fn(eps, n) -> f(*inputs)
+# returning the outputs as a tuple. A backward "<op>_bwd" differentiates the forward's
+# outputs (upstream gradients random, one per output) with respect to the inputs kbench's
+# backward returns gradients for (GRADS). Only the backward is timed: the forward graph is
+# built once and its backward re-run (retain_graph).
 
-def rmsnorm_peer(m, n, dtype, eps, compiled):
-    x = torch.randn(m, n, device="cuda", dtype=dtype)
-    w = 1 + 0.1 * torch.randn(n, device="cuda", dtype=dtype)
-    fn = lambda x, w: F.rms_norm(x, (n,), w, eps)  # noqa: E731
+def poly_norm(x, w, b, eps):
+    """Motif's PolyNorm, computed in fp32 as a careful user would (float64 for the reference);
+    returns the input dtype."""
+    def norm(u):
+        return u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + eps)
+    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+    xf, wf, bf = x.to(acc), w.to(acc), b.to(acc)
+    y = wf[0] * norm(xf ** 3) + wf[1] * norm(xf ** 2) + wf[2] * norm(xf) + bf[0]
+    return y.to(x.dtype)
+
+
+def fused_add_rms_norm(x, r, w, n, eps):
+    h = x + r
+    return F.rms_norm(h, (n,), w, eps), h
+
+
+FORWARDS = {
+    "rmsnorm": ([("x", "mn", "normal"), ("w", "n", "one")],
+                lambda eps, n: lambda x, w: (F.rms_norm(x, (n,), w, eps),)),
+    "fused_add_rmsnorm": ([("x", "mn", "normal"), ("r", "mn", "normal"), ("w", "n", "one")],
+                          lambda eps, n: lambda x, r, w: fused_add_rms_norm(x, r, w, n, eps)),
+    "layernorm": ([("x", "mn", "normal"), ("w", "n", "one"), ("b", "n", "normal")],
+                  lambda eps, n: lambda x, w, b: (F.layer_norm(x, (n,), w, b, eps),)),
+    "polynorm": ([("x", "mn", "normal"), ("w", 3, "one"), ("b", 1, "normal")],
+                 lambda eps, n: lambda x, w, b: (poly_norm(x, w, b, eps),)),
+    "fused_mul_polynorm": ([("x", "mn", "normal"), ("m", "mn", "normal"), ("w", 3, "one"), ("b", 1, "normal")],
+                           lambda eps, n: lambda x, m, w, b: (poly_norm(x, w, b, eps) * m,)),
+}
+# Inputs whose gradients each backward returns, in kbench's output order (fused add: x and r
+# get the same gradient, kbench writes it once).
+GRADS = {"rmsnorm": ("x", "w"), "fused_add_rmsnorm": ("x", "w"), "layernorm": ("x", "w", "b"),
+         "polynorm": ("x", "w", "b"), "fused_mul_polynorm": ("x", "m", "w", "b")}
+
+
+def make_inputs(specs, m, n, dtype):
+    out = []
+    for _, extent, init in specs:
+        shape = (m, n) if extent == "mn" else (n,) if extent == "n" else (extent,)
+        t = torch.randn(*shape, device="cuda", dtype=dtype)
+        out.append(1 + 0.1 * t if init == "one" else t)
+    return out
+
+
+def forward_peer(op_name, m, n, dtype, eps, compiled):
+    specs, make_fn = FORWARDS[op_name]
+    inputs = make_inputs(specs, m, n, dtype)
+    fn = make_fn(eps, n)
+    ref_fn = fn
     if compiled:
         fn = torch.compile(fn, dynamic=False)  # specialized per shape: the peer at its best
-    run = lambda: (fn(x, w),)  # noqa: E731
-    reference = lambda: (F.rms_norm(x.double(), (n,), w.double(), eps),)  # noqa: E731
+    run = lambda: fn(*inputs)  # noqa: E731
+    reference = lambda: ref_fn(*(t.double() for t in inputs))  # noqa: E731
     return run, reference
 
 
-def rmsnorm_bwd_peer(m, n, dtype, eps, compiled):
-    """Times the backward only: the forward graph is built once, its backward re-run."""
-    x = torch.randn(m, n, device="cuda", dtype=dtype, requires_grad=True)
-    w = (1 + 0.1 * torch.randn(n, device="cuda", dtype=dtype)).requires_grad_()
-    dy = torch.randn(m, n, device="cuda", dtype=dtype)
-    fn = lambda x, w: F.rms_norm(x, (n,), w, eps)  # noqa: E731
+def backward_peer(op_name, m, n, dtype, eps, compiled):
+    specs, make_fn = FORWARDS[op_name]
+    names = [name for name, _, _ in specs]
+    wanted = [names.index(g) for g in GRADS[op_name]]
+    inputs = [t.requires_grad_(i in wanted) for i, t in enumerate(make_inputs(specs, m, n, dtype))]
+    fn = make_fn(eps, n)
+    ref_fn = fn
     if compiled:
-        fn = torch.compile(fn, dynamic=False)  # specialized per shape: the peer at its best
-    y = fn(x, w)
-    run = lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True)  # noqa: E731
+        fn = torch.compile(fn, dynamic=False)
+    outputs = fn(*inputs)
+    upstream = [torch.randn_like(o) for o in outputs]
+    run = lambda: torch.autograd.grad(outputs, [inputs[i] for i in wanted], upstream, retain_graph=True)  # noqa: E731
 
     def reference():
-        x64 = x.detach().double().requires_grad_()
-        w64 = w.detach().double().requires_grad_()
-        y64 = F.rms_norm(x64, (n,), w64, eps)
-        return torch.autograd.grad(y64, (x64, w64), dy.double())
+        inputs64 = [t.detach().double().requires_grad_(i in wanted) for i, t in enumerate(inputs)]
+        outputs64 = ref_fn(*inputs64)
+        return torch.autograd.grad(outputs64, [inputs64[i] for i in wanted], [u.double() for u in upstream])
 
     return run, reference
 
 
-PEERS = {"rmsnorm": rmsnorm_peer, "rmsnorm_bwd": rmsnorm_bwd_peer}
+def peer(op_name):
+    """make(m, n, dtype, eps, compiled) -> (run, reference) for a kbench op, or None."""
+    if op_name in FORWARDS:
+        return lambda *args: forward_peer(op_name, *args)
+    if op_name.endswith("_bwd") and op_name[:-4] in FORWARDS:
+        return lambda *args: backward_peer(op_name[:-4], *args)
+    return None
 
 
 # ----- timing, as kbench does it ---------------------------------------------------------------
@@ -158,8 +212,9 @@ def main():
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         for op_name in a.ops.split(","):
-            if op_name not in PEERS or op_name not in ops:
-                sys.exit(f"torch_peers: no PyTorch peer for op '{op_name}' (have: {', '.join(PEERS)})")
+            if peer(op_name) is None or op_name not in ops:
+                have = sorted(list(FORWARDS) + [f + "_bwd" for f in FORWARDS])
+                sys.exit(f"torch_peers: no PyTorch peer for op '{op_name}' (have: {', '.join(have)})")
             op = ops[op_name]
             work = {(w["shape"], w["dtype"]): w for w in op["work"]}
             for dtype in a.dtype.split(","):
@@ -195,7 +250,7 @@ def main():
 
 
 def measure(op_name, op, provider, m, n, dtype, timer, samples):
-    run, reference = PEERS[op_name](m, n, DTYPES[dtype], op["eps"], provider == "compile")
+    run, reference = peer(op_name)(m, n, DTYPES[dtype], op["eps"], provider == "compile")
     outputs = run()  # also the warm-up (and the compile)
     finite, max_abs, max_rel, rel_l2 = errors(outputs, reference())
     ok = finite and rel_l2 <= max(4 * ROUNDOFF[dtype], 1e-5)

@@ -139,6 +139,29 @@ __device__ __forceinline__ void store_vec_partial(T* p, const Vec16<T>& v, int64
   }
 }
 
+// One thread's pack of a row: columns [col, col + kSize). kVector: 16-byte accesses (rows
+// aligned, cols a multiple of kSize); otherwise element by element. Columns at or past `cols`
+// read as 0 and are not written, so cols = 0 turns a whole row off. Index is int where a row
+// fits in registers (fewer registers), int64_t otherwise.
+template <class T, bool kVector, bool kStream, class Index>
+__device__ __forceinline__ Vec16<T> load_pack(const T* row, Index col, Index cols) {
+  if constexpr (kVector) {
+    if (col >= cols) return zero_vec<T>();
+    return kStream ? load_vec_stream(row + col) : load_vec(row + col);
+  } else {
+    return load_vec_partial(row + col, cols - col);
+  }
+}
+
+template <class T, bool kVector, class Index>
+__device__ __forceinline__ void store_pack(T* row, Index col, Index cols, const Vec16<T>& v) {
+  if constexpr (kVector) {
+    if (col < cols) store_vec(row + col, v);
+  } else {
+    store_vec_partial(row + col, v, cols - col);
+  }
+}
+
 // True when rows of n elements of T starting at base keep 16-byte alignment.
 template <class T>
 inline bool rows_are_vec16_aligned(const void* base, int64_t n) {

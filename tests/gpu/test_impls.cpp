@@ -27,10 +27,15 @@ struct Collect : Reporter {
 
 // N = 1, 3 (not a vector width), 127, 4097, 8193 (odd, past a power of two), 65536 and
 // 131072 (register capacity and beyond); M = 1, 7 and 65537 (more rows than a grid's y).
+// M = 65537 goes with the narrow rows, where rows per block and grid limits matter; with
+// 4097 or 8193 columns it cost minutes of host time per op (float64 references of 0.5 G
+// elements). 4099 x 4097 keeps the case of wide, unaligned rows with many rows per block.
 std::vector<Shape> edge_shapes() {
   std::vector<Shape> shapes;
-  for (int64_t m : {1, 7, 65537})
+  for (int64_t m : {1, 7})
     for (int64_t n : {1, 3, 127, 4097, 8193}) shapes.push_back({m, n});
+  for (int64_t n : {1, 3, 127}) shapes.push_back({65537, n});
+  shapes.push_back({4099, 4097});
   for (int64_t m : {1, 7}) shapes.push_back({m, 65536});
   shapes.push_back({3, 131072});
   return shapes;
@@ -38,17 +43,27 @@ std::vector<Shape> edge_shapes() {
 
 bool is_test_only(const ImplDescriptor& impl) { return impl.name.rfind("test_", 0) == 0; }
 
+// Inputs at the edges of the value range (--values): |x| ~ 1e3 and all-zero rows, on shapes
+// that cover every kernel path (warp teams, block teams, two-pass rows, M = 1).
+std::vector<Shape> edge_value_shapes() {
+  return {{1, 1}, {7, 127}, {7, 4097}, {3, 8193}, {3, 65536}, {1, 131072}, {4096, 256}};
+}
+
 struct Point {
   std::string op;
   DType dtype;
   Shape shape;
+  InputValues values = InputValues::normal;
 };
 
 std::vector<Point> all_points() {
   std::vector<Point> points;
   for (const OpDescriptor* op : Registry::instance().ops())
-    for (DType t : op->dtypes)
+    for (DType t : op->dtypes) {
       for (const Shape& s : edge_shapes()) points.push_back({op->name, t, s});
+      for (InputValues v : {InputValues::large, InputValues::zero_rows})
+        for (const Shape& s : edge_value_shapes()) points.push_back({op->name, t, s, v});
+    }
   return points;
 }
 
@@ -60,6 +75,7 @@ std::vector<RunOptions> options_for(const Point& p, std::vector<std::string> imp
   o.shapes = {p.shape};
   o.measure = false;
   o.seed = fresh_seed();
+  o.values = p.values;
   return {o};
 }
 
@@ -76,12 +92,15 @@ TEST_P(EveryImpl, MatchesFloat64Reference) {
   ASSERT_EQ(rows.rows.size(), impls.size());
   for (const ResultRow& r : rows.rows)
     EXPECT_EQ(r.status, "pass") << r.op << "/" << r.impl << "/" << r.dtype << "/" << r.shape
-                                << ": " << r.note << " (max_abs_err " << r.max_abs_err << ")";
+                                << " values=" << input_values_name(p.values) << ": " << r.note << " (max_abs_err " << r.max_abs_err << ")";
 }
 
 std::string point_name(const testing::TestParamInfo<Point>& info) {
-  return info.param.op + "_" + std::string(dtype_name(info.param.dtype)) + "_" +
-         shape_to_string(info.param.shape);
+  std::string name = info.param.op + "_" + std::string(dtype_name(info.param.dtype)) + "_" +
+                     shape_to_string(info.param.shape);
+  if (info.param.values == InputValues::large) name += "_large";
+  if (info.param.values == InputValues::zero_rows) name += "_zero_rows";
+  return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryImpl, testing::ValuesIn(all_points()), point_name);

@@ -48,6 +48,18 @@ TEST(Check, ToleranceBoundaryAbsolute) {
   EXPECT_FALSE(check({0.5}, {1.0}, {0.25, 0}).pass);
 }
 
+TEST(Check, PerElementAtolScale) {
+  // Element 1's atol is scaled by 4 (an op's atol_scale): 1.0 off passes there, not at 0.
+  const std::vector<float> out = {1.5f, 2.0f};
+  const std::vector<double> ref = {1.0, 1.0}, scale = {1.0, 4.0};
+  const CheckResult r = check_output(out.data(), DType::f32, ref, {0.25, 0}, &scale);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.bad_count, 1u);
+  EXPECT_EQ(r.first_bad, 0u);
+  const std::vector<double> tight = {1.0, 3.9};
+  EXPECT_EQ(check_output(out.data(), DType::f32, ref, {0.25, 0}, &tight).bad_count, 2u);
+}
+
 TEST(Check, ToleranceBoundaryRelative) {
   EXPECT_TRUE(check({2.5}, {2.0}, {0, 0.25}).pass);
   EXPECT_FALSE(check({2.5625}, {2.0}, {0, 0.25}).pass);

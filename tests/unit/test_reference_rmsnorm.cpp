@@ -3,22 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "harness/registry.h"
+#include "tests/unit/reference_test_support.h"
 
 namespace kbench {
 namespace {
 
-const OpDescriptor& op(const char* name) { return *Registry::instance().find_op(name); }
-
-std::vector<double> random_values(size_t n, unsigned seed, double mean = 0) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> dist(mean, 1.0);
-  std::vector<double> v(n);
-  for (double& x : v) x = dist(rng);
-  return v;
-}
+using reference_tests::op;
+using reference_tests::random_values;
 
 std::vector<double> forward(const Shape& s, const std::vector<double>& x,
                             const std::vector<double>& w, double eps) {

@@ -1,0 +1,60 @@
+// Host-side helpers every kernel file's launchers use.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "harness/errors.h"
+#include "harness/registry.h"
+#include "kernels/common/compat.h"
+
+namespace kbench {
+
+inline gpuStream_t stream_of(const LaunchArgs& a) { return static_cast<gpuStream_t>(a.stream); }
+
+// Host and device (kernels size their loops with it too).
+__host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Block-per-row kernels loop over rows with a grid stride, so the grid never needs more than
+// this many blocks (gridDim.x allows 2^31 - 1; this just keeps launches modest).
+constexpr int64_t kMaxRowBlocks = int64_t{1} << 20;
+
+inline int row_blocks(int64_t rows) { return static_cast<int>(std::min(rows, kMaxRowBlocks)); }
+
+// The most blocks a persistent grid of at most max_blocks_per_sm blocks per SM launches for
+// `rows` rows: never more blocks than rows, at least one. Backward kernels write one partial
+// per block and size their workspace with it.
+inline int64_t max_persistent_blocks(int64_t rows, int sm_count, int max_blocks_per_sm) {
+  return std::max<int64_t>(
+      1, std::min<int64_t>(rows, int64_t{std::max(sm_count, 1)} * max_blocks_per_sm));
+}
+
+// The harness sizes the workspace from the impl's own workspace() function; this catches the
+// two drifting apart before a kernel writes past the end.
+inline void require_workspace(const LaunchArgs& a, size_t bytes, const std::string& who) {
+  if (a.workspace_bytes < bytes || (bytes > 0 && a.workspace == nullptr)) {
+    throw RuntimeFailure(who + ": workspace of " + std::to_string(a.workspace_bytes) +
+                         " bytes, launcher needs " + std::to_string(bytes));
+  }
+}
+
+// For .rejects() and .workspace() of impls that take every shape and need no scratch.
+inline std::optional<std::string> accepts_any_shape(const Shape&, DType) { return std::nullopt; }
+inline size_t no_workspace(const Shape&, DType, int) { return 0; }
+
+// Opts a kernel into more than 48 KB of dynamic shared memory, once per device: `done` is the
+// caller's flag for this kernel, one bit per device.
+inline void allow_shared_bytes(const void* kernel, size_t bytes, std::atomic<uint64_t>& done) {
+  if (bytes <= 48 * 1024) return;
+  int device = 0;
+  KB_GPU_CHECK(gpuGetDevice(&device));
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (done.load() & bit) return;
+  KB_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(bytes)));
+  done.fetch_or(bit);
+}
+
+}  // namespace kbench

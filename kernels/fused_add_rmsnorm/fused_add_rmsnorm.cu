@@ -1,0 +1,103 @@
+// fused_add_rmsnorm forward: h = x + r, y = h * rsqrt(mean(h^2) + eps) * w over each row of
+// x[M, N] and r[M, N]; w[N]. Outputs y and h, both in the run's dtype. fp32 arithmetic; h is
+// rounded once and y is computed from the rounded h (what the next layer sees as residual).
+//
+// Minimum traffic: read x, r once, write y, h once, read w: (4*M*N + N) * sizeof(T) bytes.
+//
+// Versions (each one registered at the end of this file as an impl of op "fused_add_rmsnorm"):
+//   v1_naive        one 256-thread block per row, scalar accesses: pass 1 writes h and sums
+//                   h^2, pass 2 reads h back (its own writes, from L2) and writes y.
+//   v2_vec16_regs   rmsnorm's register-row kernel with the add fused in (rmsnorm_rows.cuh,
+//                   kAdd): x and r read once, h = x + r held in registers for the row sum and
+//                   y, w re-read per row from L1; two passes beyond register capacity. On a
+//                   non-persistent grid, as rmsnorm's v4_vec16_rows_grid.
+#include <cstdint>
+
+#include "harness/registry.h"
+#include "kernels/common/compat.h"
+#include "kernels/common/dtypes.h"
+#include "kernels/common/launch.h"
+#include "kernels/common/reduce.h"
+#include "kernels/rmsnorm/rmsnorm_rows.cuh"
+
+namespace kbench {
+namespace {
+
+using rmsnorm_rows::FwdParams;
+
+template <class T>
+FwdParams<T> fused_add_params(const LaunchArgs& a) {
+  FwdParams<T> p{static_cast<const T*>(a.inputs[0]), static_cast<const T*>(a.inputs[2]),
+                 static_cast<T*>(a.outputs[0]), a.shape.m, a.shape.n, a.eps};
+  p.r = static_cast<const T*>(a.inputs[1]);
+  p.h = static_cast<T*>(a.outputs[1]);
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// v1_naive
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kNaiveThreads = 256;
+
+template <class T>
+__global__ void __launch_bounds__(kNaiveThreads) fused_add_rmsnorm_naive(FwdParams<T> p) {
+  __shared__ float scratch[kMaxWarps];
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const int64_t offset = row * p.cols;
+    float sum_sq = 0.f;
+    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) {
+      const T h = from_float<T>(to_float(p.x[offset + j]) + to_float(p.r[offset + j]));
+      p.h[offset + j] = h;
+      sum_sq += to_float(h) * to_float(h);
+    }
+    sum_sq = block_reduce_sum(sum_sq, scratch);
+    const float rstd = rsqrtf(sum_sq / static_cast<float>(p.cols) + p.eps);
+    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) {  // the same j: own writes
+      p.y[offset + j] = from_float<T>(to_float(p.h[offset + j]) * rstd * to_float(p.w[j]));
+    }
+  }
+}
+
+template <class T>
+void launch_v1(const FwdParams<T>& p, gpuStream_t stream) {
+  fused_add_rmsnorm_naive<T><<<row_blocks(p.rows), kNaiveThreads, 0, stream>>>(p);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Registration
+// ---------------------------------------------------------------------------------------------
+
+KBENCH_REGISTER(fused_add_rmsnorm_v1_naive) {
+  register_impl("fused_add_rmsnorm", "v1_naive")
+      .note("block per row, scalar accesses; pass 1 writes h, pass 2 reads it back for y")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          launch_v1(fused_add_params<T>(a), stream_of(a));
+        });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(fused_add_rmsnorm_v2_vec16_regs) {
+  register_impl("fused_add_rmsnorm", "v2_vec16_regs")
+      .note("rmsnorm v3's register-row kernel with the add fused: x, r read once, h in registers")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          // sm_count 0: non-persistent grid.
+          rmsnorm_rows::launch_regs<T, true>(fused_add_params<T>(a), 0, stream_of(a));
+        });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+}  // namespace kbench

@@ -1,0 +1,55 @@
+// fused_mul_polynorm forward: y = polynorm(x) * m, m[M, N] elementwise, with polynorm(x) =
+// w0*N(x^3) + w1*N(x^2) + w2*N(x) + b per row of x[M, N] (N(u) = u * rsqrt(mean(u^2) + eps)).
+//
+// Minimum traffic: read x and m once, write y once: (3*M*N + 4) * sizeof(T) bytes, about
+// 6*M*N in bf16.
+//
+// The kernels are polynorm's (kernels/polynorm/polynorm_math.h) with kHasMul = true: m is
+// loaded together with x and multiplied into y; the row statistics are x's alone.
+//
+// Versions (each one registered below as an impl of op "fused_mul_polynorm"):
+//   v1_naive        one 256-thread block per row, scalar loads, two passes over x (the
+//                   second also reads m).
+//   v2_vec16_regs   x and m read exactly once, held in registers (Vec16 packs) beside each
+//                   other up to 4 packs per thread (rows up to 16384 bf16); at 8 packs (rows
+//                   up to 65536 bf16) m is loaded after the row's reduction, as x's
+//                   registers free up. Persistent grid, warp or block per row, scalar
+//                   variant for unaligned rows, chunked two-pass path beyond capacity.
+//   v3_vec16_rows_grid  v2's kernels on a non-persistent grid (as rmsnorm's v4_vec16_rows_grid):
+//                   a finishing block's slot is refilled by one whose loads start at once.
+#include "kernels/polynorm/polynorm_math.h"
+
+namespace kbench {
+
+KBENCH_REGISTER(fused_mul_polynorm_v1_naive) {
+  register_impl("fused_mul_polynorm", "v1_naive")
+      .note("one 256-thread block per row, scalar loads, two passes over x")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch(launch_polynorm_fwd_v1<true>)
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(fused_mul_polynorm_v2_vec16_regs) {
+  register_impl("fused_mul_polynorm", "v2_vec16_regs")
+      .note("x and m read once into registers; warp or block per row, persistent")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch(launch_polynorm_fwd_v2<true>)
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(fused_mul_polynorm_v3_vec16_rows_grid) {
+  register_impl("fused_mul_polynorm", "v3_vec16_rows_grid")
+      .note("v2's kernels on a non-persistent grid: one block per group of rows")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        LaunchArgs grid_args = a;
+        grid_args.sm_count = 0;  // non-persistent grid
+        launch_polynorm_fwd_v2<true>(grid_args);
+      })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+}  // namespace kbench

@@ -1,0 +1,395 @@
+// layernorm forward: y = (x - mean) * rsqrt(var + eps) * w + b over each row of x[M, N], with
+// w[N], b[N], mean = mean(x) and var = mean((x - mean)^2) (biased); fp32 accumulation, result
+// rounded once to the run's dtype.
+//
+// Minimum traffic: read x once, write y once, read w and b once: (2*M*N + 2*N) * sizeof(T)
+// bytes, about 4*M*N bytes in bf16. Every version below is memory bound; the question is how
+// close it gets to the copy bandwidth.
+//
+// The variance is always taken in two passes (mean first, then the sum of squared deviations),
+// never as E[x^2] - mean^2: with |x| ~ 1e3 and a spread of 1, that difference loses six of
+// fp32's seven digits. Held in registers, the second pass costs no memory traffic.
+//
+// Versions (each one registered at the end of this file as an impl of op "layernorm"):
+//   v1_naive        one 256-thread block per row, scalar loads, three passes over x: sum (the
+//                   mean), sum of squared deviations (the variance), then y. The obviously
+//                   correct baseline.
+//   v2_vec16_regs   reads x exactly once: the row lives in registers, a compile-time number of
+//                   Vec16 packs per thread chosen by N. Rows up to 1024 bf16 take one warp,
+//                   up to 2048 two warps, several rows per block; longer rows a whole block
+//                   (two 512-thread blocks per SM up to 32768 bf16). Persistent grid, w (and
+//                   b where registers allow) held across rows, streaming loads for x, explicit
+//                   FMAs. Unaligned rows or N not a multiple of the pack use scalar accesses
+//                   with the same layout; rows beyond register capacity (65536 bf16 / 32768
+//                   fp32 when aligned) take a block-per-row kernel that walks the row three
+//                   times, the second and third times mostly from L2.
+//   v3_vec16_rows_grid  v2's kernels on a non-persistent grid (as rmsnorm's v4_vec16_rows_grid):
+//                   a finishing block's slot is refilled by one whose loads start at once.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "harness/registry.h"
+#include "kernels/common/compat.h"
+#include "kernels/common/dtypes.h"
+#include "kernels/common/launch.h"
+#include "kernels/common/reduce.h"
+#include "kernels/common/row_layout.h"
+#include "kernels/common/vec.h"
+
+namespace kbench {
+namespace {
+
+// What every forward kernel takes. Row offsets are row * cols in int64: M * N can pass 2^31.
+template <class T>
+struct FwdParams {
+  const T* x;
+  const T* w;
+  const T* b;
+  T* y;
+  int64_t rows;
+  int64_t cols;
+  float eps;
+};
+
+template <class T>
+FwdParams<T> fwd_params(const LaunchArgs& a) {
+  return FwdParams<T>{static_cast<const T*>(a.inputs[0]), static_cast<const T*>(a.inputs[1]),
+                      static_cast<const T*>(a.inputs[2]), static_cast<T*>(a.outputs[0]),
+                      a.shape.m,                          a.shape.n,
+                      a.eps};
+}
+
+// 16-byte accesses are legal when every row of x and y, and w and b, start 16-byte aligned.
+template <class T>
+bool fwd_rows_aligned(const FwdParams<T>& p) {
+  return rows_are_vec16_aligned<T>(p.x, p.cols) && rows_are_vec16_aligned<T>(p.y, p.cols) &&
+         rows_are_vec16_aligned<T>(p.w, p.cols) && rows_are_vec16_aligned<T>(p.b, p.cols);
+}
+
+// ---------------------------------------------------------------------------------------------
+// v1_naive: one block per row, scalar loads, three passes over x.
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kNaiveThreads = 256;
+
+template <class T>
+__global__ void __launch_bounds__(kNaiveThreads) layernorm_fwd_naive(FwdParams<T> p) {
+  __shared__ float scratch[kMaxWarps];
+  const float n = static_cast<float>(p.cols);
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const T* x_row = p.x + row * p.cols;
+    T* y_row = p.y + row * p.cols;
+    float sum = 0.f;
+    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) sum += to_float(x_row[j]);
+    const float mean = block_reduce_sum(sum, scratch) / n;  // synchronizes before reuse
+    float sum_sq = 0.f;
+    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) {
+      const float d = to_float(x_row[j]) - mean;
+      sum_sq += d * d;
+    }
+    const float rstd = rsqrtf(block_reduce_sum(sum_sq, scratch) / n + p.eps);
+    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) {
+      const float xhat = (to_float(x_row[j]) - mean) * rstd;
+      y_row[j] = from_float<T>(xhat * to_float(p.w[j]) + to_float(p.b[j]));
+    }
+  }
+}
+
+template <class T>
+void launch_v1(const FwdParams<T>& p, gpuStream_t stream) {
+  layernorm_fwd_naive<T><<<row_blocks(p.rows), kNaiveThreads, 0, stream>>>(p);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pack arithmetic shared by the fast kernels. All of it goes a pair at a time (get_pair /
+// set_pair), so 16-bit packs stay two elements per register; two accumulators (the pair's
+// halves) give two independent FMA chains.
+// ---------------------------------------------------------------------------------------------
+
+// acc += the pack's elements (padded slots load as 0 and add nothing).
+template <class T>
+__device__ __forceinline__ void add_elements(float2& acc, const Vec16<T>& xv) {
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 x = get_pair(xv, j);
+    acc.x += x.x;
+    acc.y += x.y;
+  }
+}
+
+// acc += (x - mean)^2 over the pack's elements that lie in the row. `valid` is how many of the
+// pack's elements do (<= 0: none, >= kSize: all). A padded slot holds 0, so subtracting 0
+// instead of the mean makes its term 0: one select per pack on the vector path, where a pack
+// is all in or all out, and one per element on the scalar path.
+template <class T, bool kVector, class Index>
+__device__ __forceinline__ void add_sq_deviations(float2& acc, const Vec16<T>& xv, float mean,
+                                                  Index valid) {
+  const float pack_mean = valid > 0 ? mean : 0.f;
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 x = get_pair(xv, j);
+    const float mx = kVector ? pack_mean : (2 * j < valid ? mean : 0.f);
+    const float my = kVector ? pack_mean : (2 * j + 1 < valid ? mean : 0.f);
+    const float dx = x.x - mx;
+    const float dy = x.y - my;
+    acc.x = fmaf(dx, dx, acc.x);
+    acc.y = fmaf(dy, dy, acc.y);
+  }
+}
+
+// y = (x - mean) * rstd * w + b for one pack: a subtract, a multiply and an FMA per element.
+// (x * rstd - mean * rstd would save the subtract but errs by |mean * rstd| ulps: large for
+// rows with a big mean and a small spread.)
+template <class T>
+__device__ __forceinline__ Vec16<T> normalize(const Vec16<T>& xv, const Vec16<T>& wv,
+                                              const Vec16<T>& bv, float mean, float rstd) {
+  Vec16<T> yv;
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 x = get_pair(xv, j);
+    const float2 w = get_pair(wv, j);
+    const float2 b = get_pair(bv, j);
+    set_pair(yv, j, make_float2(fmaf((x.x - mean) * rstd, w.x, b.x),
+                                fmaf((x.y - mean) * rstd, w.y, b.y)));
+  }
+  return yv;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows beyond register capacity (and the scalar-access fallback for them): one block per row,
+// the row walked three times in packs (sum; squared deviations; y). The first walk reads x
+// from memory, the next two find most of it in L2 (the block read it microseconds ago).
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kChunkedThreads = 1024;
+
+template <class T, bool kVector>
+__global__ void __launch_bounds__(kChunkedThreads) layernorm_fwd_chunked(FwdParams<T> p) {
+  constexpr int V = Vec16<T>::kSize;
+  constexpr int64_t kStride = int64_t{kChunkedThreads} * V;
+  __shared__ float scratch[2][kChunkedThreads / kWarpSize];
+  const float n = static_cast<float>(p.cols);
+  const int64_t first_col = static_cast<int64_t>(threadIdx.x) * V;
+  int buf = 0;
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const T* x_row = p.x + row * p.cols;
+    T* y_row = p.y + row * p.cols;
+
+    float2 acc = make_float2(0.f, 0.f);
+#pragma unroll 4
+    for (int64_t col = first_col; col < p.cols; col += kStride)
+      add_elements(acc, load_pack<T, kVector, false>(x_row, col, p.cols));
+    const float mean = team_reduce_sum<kChunkedThreads>(acc.x + acc.y, scratch[buf]) / n;
+    buf ^= 1;
+
+    acc = make_float2(0.f, 0.f);
+#pragma unroll 4
+    for (int64_t col = first_col; col < p.cols; col += kStride)
+      add_sq_deviations<T, kVector>(acc, load_pack<T, kVector, false>(x_row, col, p.cols), mean,
+                                    p.cols - col);
+    const float var = team_reduce_sum<kChunkedThreads>(acc.x + acc.y, scratch[buf]) / n;
+    buf ^= 1;
+    const float rstd = rsqrtf(var + p.eps);
+
+#pragma unroll 4
+    for (int64_t col = first_col; col < p.cols; col += kStride) {
+      const Vec16<T> xv = load_pack<T, kVector, true>(x_row, col, p.cols);
+      const Vec16<T> wv = load_pack<T, kVector, false>(p.w, col, p.cols);
+      const Vec16<T> bv = load_pack<T, kVector, false>(p.b, col, p.cols);
+      store_pack<T, kVector>(y_row, col, p.cols, normalize(xv, wv, bv, mean, rstd));
+    }
+  }
+}
+
+template <class T>
+void launch_fwd_chunked(const FwdParams<T>& p, bool vector, gpuStream_t stream) {
+  if (vector) {
+    layernorm_fwd_chunked<T, true><<<row_blocks(p.rows), kChunkedThreads, 0, stream>>>(p);
+  } else {
+    layernorm_fwd_chunked<T, false><<<row_blocks(p.rows), kChunkedThreads, 0, stream>>>(p);
+  }
+  KB_GPU_CHECK_LAUNCH();
+}
+
+// ---------------------------------------------------------------------------------------------
+// v2_vec16_regs: x read once, the row held in registers.
+//
+// A team of kTeam threads (one or two warps, or the whole block) owns one row at a time; a
+// block holds kBlock / kTeam teams. Thread `lane` of a team holds kPacks packs of V elements,
+// pack k starting at column (k * kTeam + lane) * V, so each pack load is coalesced across the
+// team (one warp instruction reads 32 x 16 = 512 contiguous bytes). All kPacks loads are
+// issued before the first sum consumes any of them: kPacks x 16 bytes in flight per thread,
+// e.g. 1024 threads x 4 x 16 B = 64 KB per SM, well over the ~20 KB an H100 SM needs to cover
+// HBM latency at its share of the bandwidth (3.35 TB/s / 132 SMs x ~700 ns).
+//
+// Per row: two team sums (the mean, then the squared deviations from the registers) and one
+// pass writing y. Per element that is an add, a subtract and an FMA for the statistics and a
+// subtract, a multiply and an FMA for y, plus the bf16/fp16 unpacking (integer ops on pairs).
+//
+// The grid is persistent (kMinBlocks blocks per SM, the occupancy __launch_bounds__ asks for)
+// and walks rows with a block stride, so w and b are loaded once per thread and reused for
+// every row where registers allow (see kHoldW / kHoldB). kVector = false is the scalar-access
+// variant (unaligned rows or N not a multiple of V): the same layout, packs loaded element
+// by element with a bound check.
+// ---------------------------------------------------------------------------------------------
+
+template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) layernorm_fwd_regs(FwdParams<T> p) {
+  constexpr int V = Vec16<T>::kSize;
+  constexpr int kTeams = kBlock / kTeam;
+  // Registers per thread: 4 per pack of x, w or b (16-bit packs stay packed, see keep_packed).
+  // The budget is 65536 / (kBlock * kMinBlocks): 64 at 1024 threads per SM. w for up to 4
+  // packs (16 registers) is held across rows; b too up to 2 packs (holding it at 4 spilled,
+  // ptxas sm_90). Beyond that they are re-read per row from L1/L2, where every team of the
+  // block finds them: N * sizeof(T) per row each next to 2 * N * sizeof(T) of HBM traffic.
+  constexpr bool kHoldW = kPacks <= 4;
+  constexpr bool kHoldB = kPacks <= 2;
+  static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
+  __shared__ float scratch[2][kBlock / kWarpSize];
+
+  const int team = threadIdx.x / kTeam;
+  const int lane = threadIdx.x % kTeam;
+  const int all_cols = static_cast<int>(p.cols);  // <= kTeam * kPacks * V <= 65536 here
+  const auto pack_col = [lane](int k) { return (k * kTeam + lane) * V; };
+  // Divisions, not a multiply by 1 / N: exact means for more rows, and ptxas does not move
+  // work across them (with a multiply it hoisted the next pass's conversions of x above the
+  // team sum, 64 registers and spills).
+  const float n = static_cast<float>(p.cols);
+
+  Vec16<T> w_held[kHoldW ? kPacks : 1];
+  Vec16<T> b_held[kHoldB ? kPacks : 1];
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    if constexpr (kHoldW) w_held[k] = load_pack<T, kVector, false>(p.w, pack_col(k), all_cols);
+    if constexpr (kHoldB) b_held[k] = load_pack<T, kVector, false>(p.b, pack_col(k), all_cols);
+  }
+
+  int buf = 0;
+  const int64_t row_stride = static_cast<int64_t>(gridDim.x) * kTeams;
+  // Block-uniform loop: a team whose row is past the end still joins team_reduce_sum's barrier.
+  for (int64_t first_row = static_cast<int64_t>(blockIdx.x) * kTeams; first_row < p.rows;
+       first_row += row_stride) {
+    const int64_t row = first_row + team;
+    const int cols = row < p.rows ? all_cols : 0;  // 0: this team has no row this round
+    const int64_t offset = row * p.cols;
+
+    Vec16<T> xv[kPacks];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k)
+      xv[k] = load_pack<T, kVector, true>(p.x + offset, pack_col(k), cols);
+
+    float2 acc = make_float2(0.f, 0.f);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) add_elements(acc, xv[k]);
+    const float mean = team_reduce_sum<kTeam>(acc.x + acc.y, scratch[buf]) / n;
+    buf ^= 1;
+
+    acc = make_float2(0.f, 0.f);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      keep_packed(xv[k]);  // convert x again rather than keep 2x the registers alive as floats
+      add_sq_deviations<T, kVector>(acc, xv[k], mean, cols - pack_col(k));
+    }
+    const float var = team_reduce_sum<kTeam>(acc.x + acc.y, scratch[buf]) / n;
+    buf ^= 1;
+    const float rstd = rsqrtf(var + p.eps);
+
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      keep_packed(xv[k]);
+      Vec16<T> wv, bv;
+      if constexpr (kHoldW) {
+        wv = w_held[k];
+        keep_packed(wv);  // stops the compiler hoisting w's conversion out of the row loop
+      } else {
+        wv = load_pack<T, kVector, false>(p.w, pack_col(k), cols);
+      }
+      if constexpr (kHoldB) {
+        bv = b_held[k];
+        keep_packed(bv);
+      } else {
+        bv = load_pack<T, kVector, false>(p.b, pack_col(k), cols);
+      }
+      store_pack<T, kVector>(p.y + offset, pack_col(k), cols, normalize(xv[k], wv, bv, mean, rstd));
+    }
+  }
+}
+
+template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
+void launch_fwd_regs_variant(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
+  constexpr int kTeams = kBlock / kTeam;
+  // sm_count = 0: a non-persistent grid (v3), one block per group of rows.
+  const int64_t resident =
+      sm_count > 0 ? static_cast<int64_t>(sm_count) * kMinBlocks : kMaxRowBlocks;
+  const int grid = static_cast<int>(std::min(ceil_div(p.rows, kTeams), resident));
+  layernorm_fwd_regs<T, kBlock, kTeam, kPacks, kMinBlocks, kVector>
+      <<<grid, kBlock, 0, stream>>>(p);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+// v2 (sm_count > 0: persistent) and v3 (sm_count = 0); layouts as rmsnorm's (row_layout.h).
+template <class T>
+void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
+  const int64_t packs = ceil_div(p.cols, Vec16<T>::kSize);
+  const bool vector = fwd_rows_aligned(p);
+  const bool in_registers = with_row_layout(packs, vector, true, [&](auto layout, auto vec) {
+    using L = decltype(layout);
+    launch_fwd_regs_variant<T, L::kBlock, L::kTeam, L::kPacks, L::kMinBlocks,
+                            decltype(vec)::value>(p, sm_count, stream);
+  });
+  if (!in_registers) launch_fwd_chunked(p, vector, stream);  // three walks of the row
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration
+// ---------------------------------------------------------------------------------------------
+
+}  // namespace
+
+KBENCH_REGISTER(layernorm_v1_naive) {
+  register_impl("layernorm", "v1_naive")
+      .note("one 256-thread block per row, scalar loads, three passes over x")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          launch_v1(fwd_params<T>(a), stream_of(a));
+        });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(layernorm_v2_vec16_regs) {
+  register_impl("layernorm", "v2_vec16_regs")
+      .note("x read once into registers, two-pass variance from them; warp or block per row, "
+            "persistent")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          launch_v2(fwd_params<T>(a), a.sm_count, stream_of(a));
+        });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(layernorm_v3_vec16_rows_grid) {
+  register_impl("layernorm", "v3_vec16_rows_grid")
+      .note("v2's kernels on a non-persistent grid: one block per group of rows")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          launch_v2(fwd_params<T>(a), 0, stream_of(a));  // sm_count 0: non-persistent grid
+        });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+}  // namespace kbench

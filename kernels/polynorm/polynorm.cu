@@ -1,0 +1,59 @@
+// polynorm forward: y = w0*N(x^3) + w1*N(x^2) + w2*N(x) + b over each row of x[M, N], with
+// N(u) = u * rsqrt(mean(u^2) + eps); w[3] and b[1] are scalars. fp32 math, y rounded once.
+//
+// Minimum traffic: read x once, write y once: (2*M*N + 4) * sizeof(T) bytes, about 4*M*N in
+// bf16. ~12 instructions per element (three row sums, Horner for y): memory-bound like
+// rmsnorm, with about 3x its arithmetic.
+//
+// The kernels live in polynorm_math.h, templated on kHasMul (fused_mul_polynorm.cu
+// registers the same versions with m); the math per row and the numerics are described
+// there.
+//
+// Versions (each one registered below as an impl of op "polynorm"):
+//   v1_naive        one 256-thread block per row, scalar loads: block_reduce_sum of x^2, x^4,
+//                   x^6, then a second pass over x writing y. The obviously correct baseline.
+//   v2_vec16_regs   x read exactly once: the row lives in registers (Vec16 packs, a
+//                   compile-time number per thread chosen by N), warp / two-warp teams for
+//                   rows up to 2048 bf16, a block per row beyond; persistent grid, w and b
+//                   loaded once per thread, the three sums reduced together (one barrier).
+//                   Unaligned rows use scalar accesses with the same layout (2 packs per
+//                   thread at most); rows beyond register capacity (65536 bf16 / 32768 fp32,
+//                   16384 / 8192 unaligned) take a chunked two-pass path.
+//   v3_vec16_rows_grid  v2's kernels on a non-persistent grid (as rmsnorm's v4_vec16_rows_grid):
+//                   a finishing block's slot is refilled by one whose loads start at once.
+#include "kernels/polynorm/polynorm_math.h"
+
+namespace kbench {
+
+KBENCH_REGISTER(polynorm_v1_naive) {
+  register_impl("polynorm", "v1_naive")
+      .note("one 256-thread block per row, scalar loads, two passes over x")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch(launch_polynorm_fwd_v1<false>)
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(polynorm_v2_vec16_regs) {
+  register_impl("polynorm", "v2_vec16_regs")
+      .note("x read once into registers; warp or block per row, persistent, 3 sums, 1 barrier")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch(launch_polynorm_fwd_v2<false>)
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(polynorm_v3_vec16_rows_grid) {
+  register_impl("polynorm", "v3_vec16_rows_grid")
+      .note("v2's kernels on a non-persistent grid: one block per group of rows")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        LaunchArgs grid_args = a;
+        grid_args.sm_count = 0;  // non-persistent grid
+        launch_polynorm_fwd_v2<false>(grid_args);
+      })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+}  // namespace kbench

@@ -1,0 +1,960 @@
+// Device math and kernels shared by polynorm and fused_mul_polynorm, forward and backward.
+//
+// fused_mul_polynorm is polynorm with an elementwise factor m (forward: y = polynorm(x) * m;
+// backward: polynorm's backward of G = dy * m, plus dm = dy * polynorm(x)), so every kernel
+// here is a template on kHasMul. The four .cu files (polynorm.cu, polynorm_bwd.cu,
+// fused_mul_polynorm.cu, fused_mul_polynorm_bwd.cu) list their versions and register them;
+// this header holds the code once. Everything is in an unnamed namespace: each .cu
+// instantiates its own copy.
+//
+// The math, per row of N elements, with w0, w1, w2 scaling the norms of x^3, x^2, x:
+//   forward   r_k = rsqrt(mean(x^(2 p_k)) + eps), c_k = w_k * r_k:
+//             y = c3 x^3 + c2 x^2 + c1 x + b = ((c3 x + c2) x + c1) x + b     (Horner: 3 FMAs)
+//   backward  G = dy (* m), rho_k = mean(G x^p) / (mean(x^2p) + eps), a_k = p_k w_k r_k:
+//             dx = a1 (G - x rho1) + x (a2 (G - x^2 rho2) + x a3 (G - x^3 rho3))
+//             dw_k = sum over rows of r_k * sum(G x^p)   db = sum of G
+//   (du_k = r_k (g_k - n_k mean(g_k n_k)) = w_k r_k (G - x^p rho_k), and dx = sum p x^(p-1) du_k.)
+// One pass over a row gives every row sum: the forward needs sum x^2, x^4, x^6; the backward
+// those and sum G x, G x^2, G x^3. dw needs no per-element work: a row contributes
+// r_k * sum(G x^p), which its team already has.
+//
+// Numerics (all fp32, never a 16-bit intermediate):
+// - x^6 of |x| ~ 5e3 (`--values large`) is 1.6e22 and a row sum of 131072 of them 2e27, far
+//   below fp32's 3.4e38: fp32 holds N(x^3) for |x| up to ~3e5 at N = 131072. Below, x^6
+//   underflows only where eps dominates mean(x^6) anyway. Zero rows: every r_k = 1/sqrt(eps).
+// - Each backward bracket G - x^p rho_k cancels almost fully in rows where one element
+//   dominates (N = 1 always): it is one FMA, and rho_k uses 1 / (mean + eps) refined by a
+//   Newton step rather than rsqrt squared (whose ~4 ulp error the cancellation would magnify).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "harness/registry.h"
+#include "kernels/common/compat.h"
+#include "kernels/common/dtypes.h"
+#include "kernels/common/launch.h"
+#include "kernels/common/reduce.h"
+#include "kernels/common/vec.h"
+
+namespace kbench {
+namespace {
+
+// =============================================================================================
+// Row sums: K floats reduced together
+// =============================================================================================
+
+template <int K>
+struct RowSums {
+  float v[K];
+};
+
+template <int K>
+__device__ __forceinline__ RowSums<K> zero_sums() {
+  RowSums<K> s;
+#pragma unroll
+  for (int k = 0; k < K; ++k) s.v[k] = 0.f;
+  return s;
+}
+
+// Every lane ends with the warp's K sums: K interleaved butterfly chains, so they cost about
+// the latency of one. Commutative adds: all lanes get bitwise the same sums.
+template <int K>
+__device__ __forceinline__ RowSums<K> warp_sums(RowSums<K> s, int width = kWarpSize) {
+#pragma unroll
+  for (int mask = kWarpSize / 2; mask > 0; mask /= 2) {
+    if (mask >= width) continue;
+#pragma unroll
+    for (int k = 0; k < K; ++k) s.v[k] += shfl_xor(s.v[k], mask);
+  }
+  return s;
+}
+
+// team_reduce_sum (reduce.h) for K sums at once, with the cross-warp step done by shuffles:
+// after the one barrier, lane i of each warp reads warp (i mod kTeamWarps)'s sums and a
+// butterfly over kTeamWarps lanes adds them, rather than every thread reading all kTeamWarps
+// entries (for a 1024-thread team and six sums, 192 shared loads per thread: ptxas issued
+// them at once and spilled the row's live values). Same contract: every thread of the block
+// calls it (block-uniform control flow), callers alternate between two scratch buffers of
+// blockDim.x / kWarpSize entries, and all threads of a team get bitwise the same sums.
+// (A candidate for kernels/common/reduce.h.)
+template <int kTeam, int K>
+__device__ __forceinline__ RowSums<K> team_sums(RowSums<K> s, RowSums<K>* scratch) {
+  static_assert(kTeam % kWarpSize == 0, "a team is a whole number of warps");
+  s = warp_sums(s);
+  if constexpr (kTeam == kWarpSize) {
+    return s;
+  } else {
+    constexpr int kTeamWarps = kTeam / kWarpSize;
+    static_assert((kTeamWarps & (kTeamWarps - 1)) == 0 && kTeamWarps <= kWarpSize);
+    const int warp = threadIdx.x / kWarpSize;
+    const int lane = threadIdx.x % kWarpSize;
+    if (lane == 0) scratch[warp] = s;
+    __syncthreads();
+    return warp_sums(scratch[warp / kTeamWarps * kTeamWarps + lane % kTeamWarps], kTeamWarps);
+  }
+}
+
+// =============================================================================================
+// Element math, shared by every version
+// =============================================================================================
+
+// w0, w1, w2 and b, read once per thread (b = 0 where the op has none).
+struct PolyWeights {
+  float w0, w1, w2, b;
+};
+
+template <class T>
+__device__ __forceinline__ PolyWeights load_weights(const T* w, const T* b) {
+  return PolyWeights{to_float(w[0]), to_float(w[1]), to_float(w[2]), b ? to_float(b[0]) : 0.f};
+}
+
+// ----- forward -------------------------------------------------------------------------------
+
+// Row sums of x^2, x^4, x^6: 2 multiplies and 3 adds/FMAs per element.
+__device__ __forceinline__ void add_fwd_sums(RowSums<3>& s, float x) {
+  const float x2 = x * x;
+  const float x3 = x2 * x;
+  s.v[0] += x2;
+  s.v[1] = fmaf(x2, x2, s.v[1]);
+  s.v[2] = fmaf(x3, x3, s.v[2]);
+}
+
+// y = c3 x^3 + c2 x^2 + c1 x + b, c_k = w_k * r_k: the row's polynomial.
+struct FwdCoefs {
+  float c1, c2, c3, b;
+};
+
+__device__ __forceinline__ FwdCoefs fwd_coefs(const RowSums<3>& s, float inv_cols, float eps,
+                                              const PolyWeights& w) {
+  return FwdCoefs{w.w2 * rsqrtf(fmaf(s.v[0], inv_cols, eps)),
+                  w.w1 * rsqrtf(fmaf(s.v[1], inv_cols, eps)),
+                  w.w0 * rsqrtf(fmaf(s.v[2], inv_cols, eps)), w.b};
+}
+
+__device__ __forceinline__ float poly_value(float x, const FwdCoefs& c) {
+  return fmaf(fmaf(fmaf(c.c3, x, c.c2), x, c.c1), x, c.b);
+}
+
+// ----- backward ------------------------------------------------------------------------------
+
+// Row sums of x^2, x^4, x^6, G x, G x^2, G x^3: 2 multiplies and 6 adds/FMAs per element.
+__device__ __forceinline__ void add_bwd_sums(RowSums<6>& s, float g, float x) {
+  const float x2 = x * x;
+  const float x3 = x2 * x;
+  s.v[0] += x2;
+  s.v[1] = fmaf(x2, x2, s.v[1]);
+  s.v[2] = fmaf(x3, x3, s.v[2]);
+  s.v[3] = fmaf(g, x, s.v[3]);
+  s.v[4] = fmaf(g, x2, s.v[4]);
+  s.v[5] = fmaf(g, x3, s.v[5]);
+}
+
+// r = rsqrt(d) and inv = 1 / d for d = mean + eps. inv starts as r * r (up to ~4 ulp off) and
+// takes one Newton step (2 FMAs) to ~1 ulp: rho_k = mean(G x^p) * inv_k feeds brackets that
+// cancel, an IEEE division would cost ~20 instructions per norm per row.
+struct Norm {
+  float r, inv;
+};
+
+__device__ __forceinline__ Norm row_norm(float sum, float inv_cols, float eps) {
+  const float d = fmaf(sum, inv_cols, eps);
+  const float r = rsqrtf(d);
+  const float inv = r * r;
+  return Norm{r, fmaf(inv, fmaf(-d, inv, 1.f), inv)};
+}
+
+// What a row's backward needs once its sums are known.
+struct BwdRow {
+  float a1, a2, a3;        // p_k * w_k * r_k
+  float rho1, rho2, rho3;  // mean(G x^p) / (mean(x^2p) + eps)
+  float dw0, dw1, dw2;     // this row's share of dw: r_k * sum(G x^p)
+  FwdCoefs poly;           // polynorm(x) for dm = dy * polynorm(x) (fused op)
+};
+
+__device__ __forceinline__ BwdRow bwd_row(const RowSums<6>& s, float inv_cols, float eps,
+                                          const PolyWeights& w) {
+  const Norm n1 = row_norm(s.v[0], inv_cols, eps);
+  const Norm n2 = row_norm(s.v[1], inv_cols, eps);
+  const Norm n3 = row_norm(s.v[2], inv_cols, eps);
+  BwdRow r;
+  r.a1 = w.w2 * n1.r;
+  r.a2 = 2.f * w.w1 * n2.r;
+  r.a3 = 3.f * w.w0 * n3.r;
+  r.rho1 = s.v[3] * inv_cols * n1.inv;
+  r.rho2 = s.v[4] * inv_cols * n2.inv;
+  r.rho3 = s.v[5] * inv_cols * n3.inv;
+  r.dw0 = n3.r * s.v[5];
+  r.dw1 = n2.r * s.v[4];
+  r.dw2 = n1.r * s.v[3];
+  r.poly = FwdCoefs{w.w2 * n1.r, w.w1 * n2.r, w.w0 * n3.r, w.b};
+  return r;
+}
+
+// dx of one element: each bracket G - x^p rho_k is one FMA (see the numerics note above).
+// 2 + 3 + 5 = 10 instructions.
+__device__ __forceinline__ float bwd_dx(float g, float x, const BwdRow& r) {
+  const float x2 = x * x;
+  const float x3 = x2 * x;
+  const float t3 = r.a3 * fmaf(-x3, r.rho3, g);
+  const float t2 = fmaf(x, t3, r.a2 * fmaf(-x2, r.rho2, g));
+  return fmaf(x, t2, r.a1 * fmaf(-x, r.rho1, g));
+}
+
+// ----- packs (Vec16), a pair of elements at a time (see get_pair in vec.h) ------------------
+
+template <class T>
+__device__ __forceinline__ void add_fwd_pack_sums(RowSums<3>& s, const Vec16<T>& xv) {
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 x = get_pair(xv, j);
+    add_fwd_sums(s, x.x);
+    add_fwd_sums(s, x.y);
+  }
+}
+
+template <class T, bool kHasMul>
+__device__ __forceinline__ Vec16<T> fwd_pack_out(const Vec16<T>& xv, const Vec16<T>& mv,
+                                                 const FwdCoefs& c) {
+  Vec16<T> yv;
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 x = get_pair(xv, j);
+    float2 y = make_float2(poly_value(x.x, c), poly_value(x.y, c));
+    if constexpr (kHasMul) {
+      const float2 m = get_pair(mv, j);
+      y = make_float2(y.x * m.x, y.y * m.y);
+    }
+    set_pair(yv, j, y);
+  }
+  return yv;
+}
+
+// G = dy (* m) of a pair.
+template <class T, bool kHasMul>
+__device__ __forceinline__ float2 grad_pair(const Vec16<T>& dyv, const Vec16<T>& mv, int j) {
+  const float2 dy = get_pair(dyv, j);
+  if constexpr (!kHasMul) return dy;
+  const float2 m = get_pair(mv, j);
+  return make_float2(dy.x * m.x, dy.y * m.y);
+}
+
+// Row sums of one pack, and db += G for its elements (the thread's own running sum).
+template <class T, bool kHasMul>
+__device__ __forceinline__ void add_bwd_pack_sums(RowSums<6>& s, float& db,
+                                                  const Vec16<T>& dyv, const Vec16<T>& xv,
+                                                  const Vec16<T>& mv) {
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 g = grad_pair<T, kHasMul>(dyv, mv, j);
+    const float2 x = get_pair(xv, j);
+    add_bwd_sums(s, g.x, x.x);
+    add_bwd_sums(s, g.y, x.y);
+    db += g.x;
+    db += g.y;
+  }
+}
+
+// dx (and dm = dy * polynorm(x) for the fused op) of one pack.
+template <class T, bool kHasMul>
+__device__ __forceinline__ void bwd_pack_out(const Vec16<T>& dyv, const Vec16<T>& xv,
+                                             const Vec16<T>& mv, const BwdRow& r,
+                                             Vec16<T>& dxv, Vec16<T>& dmv) {
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 g = grad_pair<T, kHasMul>(dyv, mv, j);
+    const float2 x = get_pair(xv, j);
+    set_pair(dxv, j, make_float2(bwd_dx(g.x, x.x, r), bwd_dx(g.y, x.y, r)));
+    if constexpr (kHasMul) {
+      const float2 dy = get_pair(dyv, j);
+      set_pair(dmv, j, make_float2(dy.x * poly_value(x.x, r.poly), dy.y * poly_value(x.y, r.poly)));
+    }
+  }
+}
+
+// A held pack, made to look new before its second use. The kernels that hold a row in
+// registers convert it to floats twice: for the row sums and, after the reduction, for the
+// outputs. Converting again costs 1-2 instructions per pair; keeping the first conversion
+// (and x^2, x^3) alive across the reduction costs 2-4x the registers. vec.h's keep_packed (an
+// empty asm) stops the compiler front end from reusing the first conversion, but ptxas sees
+// through it: with six row sums it kept the floats anyway and spilled ~1 KB per thread. An
+// XOR with a kernel parameter that is always 0 is opaque to ptxas too: 4 LOP3s per pack
+// (0.5 per bf16 element), and the spills are gone.
+template <class T>
+__device__ __forceinline__ void reload_pack(Vec16<T>& v, uint32_t opaque_zero) {
+  uint32_t* words = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) words[i] ^= opaque_zero;
+}
+
+// load_pack (vec.h) with the zero fill done on 32-bit words: a 16-bit element type made the
+// compiler merge the loaded and the zero pack element by element (~3 PRMTs per word).
+template <class T, bool kVector, bool kStream, class Index>
+__device__ __forceinline__ Vec16<T> load_row_pack(const T* row, Index col, Index cols) {
+  if constexpr (kVector) {
+    uint4 words = make_uint4(0u, 0u, 0u, 0u);
+    if (col < cols) {
+      const Vec16<T> v = kStream ? load_vec_stream(row + col) : load_vec(row + col);
+      words = *reinterpret_cast<const uint4*>(&v);
+    }
+    Vec16<T> r;
+    *reinterpret_cast<uint4*>(&r) = words;
+    return r;
+  } else {
+    return load_vec_partial(row + col, cols - col);
+  }
+}
+
+// =============================================================================================
+// Parameters
+// =============================================================================================
+
+// Row offsets are row * cols in int64: M * N can pass 2^31.
+template <class T>
+struct FwdParams {
+  const T* x;
+  const T* m;  // nullptr for polynorm
+  const T* w;
+  const T* b;
+  T* y;
+  int64_t rows;
+  int64_t cols;
+  float eps;
+  float inv_cols;            // 1 / cols, rounded on the host (a device division is a call)
+  uint32_t opaque_zero = 0;  // see reload_pack
+};
+
+// polynorm: x, w, b -> y. fused_mul_polynorm: x, m, w, b -> y.
+template <class T, bool kHasMul>
+FwdParams<T> fwd_params(const LaunchArgs& a) {
+  const auto in = [&a](size_t i) { return static_cast<const T*>(a.inputs[i]); };
+  constexpr size_t kW = kHasMul ? 2 : 1;
+  return FwdParams<T>{in(0),     kHasMul ? in(1) : nullptr,     in(kW),    in(kW + 1),
+                      static_cast<T*>(a.outputs[0]), a.shape.m, a.shape.n, a.eps,
+                      1.f / static_cast<float>(a.shape.n)};
+}
+
+template <class T>
+bool fwd_rows_aligned(const FwdParams<T>& p) {
+  return rows_are_vec16_aligned<T>(p.x, p.cols) && rows_are_vec16_aligned<T>(p.y, p.cols) &&
+         (p.m == nullptr || rows_are_vec16_aligned<T>(p.m, p.cols));
+}
+
+template <class T>
+struct BwdParams {
+  const T* dy;
+  const T* x;
+  const T* m;  // nullptr for polynorm_bwd
+  const T* w;
+  const T* b;  // nullptr for polynorm_bwd
+  T* dx;
+  T* dm;      // nullptr for polynorm_bwd
+  float* dw;  // the scalar gradients are fp32 outputs (reference/polynorm.cpp says why)
+  float* db;
+  int64_t rows;
+  int64_t cols;
+  float eps;
+  float inv_cols;            // 1 / cols, rounded on the host (a device division is a call)
+  uint32_t opaque_zero = 0;  // see reload_pack
+};
+
+// polynorm_bwd: dy, x, w -> dx, dw, db. fused_mul_polynorm_bwd: dy, x, m, w, b -> dx, dm, dw, db.
+template <class T, bool kHasMul>
+BwdParams<T> bwd_params(const LaunchArgs& a) {
+  const auto in = [&a](size_t i) { return static_cast<const T*>(a.inputs[i]); };
+  const auto out = [&a](size_t i) { return static_cast<T*>(a.outputs[i]); };
+  const auto out_f32 = [&a](size_t i) { return static_cast<float*>(a.outputs[i]); };
+  const float inv_cols = 1.f / static_cast<float>(a.shape.n);
+  if constexpr (kHasMul) {
+    return BwdParams<T>{in(0),      in(1),      in(2),     in(3),     in(4), out(0), out(1),
+                        out_f32(2), out_f32(3), a.shape.m, a.shape.n, a.eps, inv_cols};
+  } else {
+    return BwdParams<T>{in(0),      in(1),      nullptr,   in(2),     nullptr, out(0), nullptr,
+                        out_f32(1), out_f32(2), a.shape.m, a.shape.n, a.eps,   inv_cols};
+  }
+}
+
+template <class T>
+bool bwd_rows_aligned(const BwdParams<T>& p) {
+  return rows_are_vec16_aligned<T>(p.dy, p.cols) && rows_are_vec16_aligned<T>(p.x, p.cols) &&
+         rows_are_vec16_aligned<T>(p.dx, p.cols) &&
+         (p.m == nullptr || rows_are_vec16_aligned<T>(p.m, p.cols)) &&
+         (p.dm == nullptr || rows_are_vec16_aligned<T>(p.dm, p.cols));
+}
+
+// =============================================================================================
+// Forward v1_naive: one block per row, scalar loads, two passes over x.
+// =============================================================================================
+
+constexpr int kNaiveThreads = 256;
+
+template <class T, bool kHasMul>
+__global__ void __launch_bounds__(kNaiveThreads) polynorm_fwd_naive(FwdParams<T> p) {
+  __shared__ float scratch[kMaxWarps];
+  const PolyWeights w = load_weights(p.w, p.b);
+  const float inv_cols = p.inv_cols;
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const T* x_row = p.x + row * p.cols;
+    RowSums<3> s = zero_sums<3>();
+    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) add_fwd_sums(s, to_float(x_row[j]));
+#pragma unroll
+    for (int k = 0; k < 3; ++k) s.v[k] = block_reduce_sum(s.v[k], scratch);
+    const FwdCoefs c = fwd_coefs(s, inv_cols, p.eps, w);
+    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) {
+      float y = poly_value(to_float(x_row[j]), c);
+      if constexpr (kHasMul) y *= to_float(p.m[row * p.cols + j]);
+      p.y[row * p.cols + j] = from_float<T>(y);
+    }
+  }
+}
+
+template <class T, bool kHasMul>
+void launch_fwd_v1(const FwdParams<T>& p, gpuStream_t stream) {
+  polynorm_fwd_naive<T, kHasMul><<<row_blocks(std::max<int64_t>(p.rows, 1)), kNaiveThreads, 0, stream>>>(p);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+// =============================================================================================
+// Forward v2_vec16_regs: x (and m) read once into registers.
+//
+// rmsnorm v3's layout: a team of kTeam threads (one or two warps, or the whole block) owns a
+// row at a time; thread `lane` holds kPacks packs of V elements, pack k at column
+// (k * kTeam + lane) * V, so each pack load is coalesced across the team. All loads of a row
+// are issued before its sums use any (kPacks x 16 B per thread and tensor in flight). The
+// grid is persistent (kMinBlocks blocks per SM) and walks rows with a block stride; w and b
+// are four scalars loaded once per thread (no per-column weight: unlike rmsnorm, nothing but
+// the row itself needs registers). kVector = false is the scalar-access variant (unaligned
+// rows or N not a multiple of V): same layout, element loads with a bound check.
+//
+// Work per element: 5 instructions for the sums, 3 FMAs for y (Horner), +1 for m, plus the
+// bf16/fp16 unpacking: ~12 against 4 bytes of traffic (bf16), under half of an H100's issue
+// rate at full HBM bandwidth, so it stays memory-bound.
+//
+// m for the fused op: held beside x up to 4 packs per thread (rows up to 2048 packs, 16384
+// bf16). At 8 packs x alone takes 32 registers of the 64 a thread may have, so m is loaded
+// after the row's reduction, pack by pack, as x's registers free up (the other block on the
+// SM streams meanwhile). A candidate to measure against: 1024-thread teams of 4 packs
+// holding both, one block per SM, for 16385..32768 bf16.
+// =============================================================================================
+
+template <class T, bool kHasMul, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) polynorm_fwd_regs(FwdParams<T> p) {
+  constexpr int V = Vec16<T>::kSize;
+  constexpr int kTeams = kBlock / kTeam;
+  constexpr bool kHoldM = kHasMul && kPacks <= 4;
+  static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
+  __shared__ RowSums<3> scratch[2][kBlock / kWarpSize];
+
+  const int team = threadIdx.x / kTeam;
+  const int lane = threadIdx.x % kTeam;
+  const auto pack_col = [lane](int k) { return (k * kTeam + lane) * V; };
+  const PolyWeights w = load_weights(p.w, p.b);
+  const float inv_cols = p.inv_cols;
+
+  int buf = 0;
+  const int64_t row_stride = static_cast<int64_t>(gridDim.x) * kTeams;
+  // Block-uniform loop: a team whose row is past the end still joins team_sums' barrier.
+  for (int64_t first_row = static_cast<int64_t>(blockIdx.x) * kTeams; first_row < p.rows;
+       first_row += row_stride) {
+    const int64_t row = first_row + team;
+    const int cols = row < p.rows ? static_cast<int>(p.cols) : 0;  // 0: no row this round
+    const int64_t offset = row * p.cols;
+
+    Vec16<T> xv[kPacks];
+    Vec16<T> mv[kHoldM ? kPacks : 1];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) xv[k] = load_row_pack<T, kVector, true>(p.x + offset, pack_col(k), cols);
+    if constexpr (kHoldM) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) mv[k] = load_row_pack<T, kVector, true>(p.m + offset, pack_col(k), cols);
+    }
+
+    RowSums<3> s = zero_sums<3>();
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) add_fwd_pack_sums(s, xv[k]);
+    s = team_sums<kTeam>(s, scratch[buf]);
+    buf ^= 1;
+    const FwdCoefs c = fwd_coefs(s, inv_cols, p.eps, w);
+
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      reload_pack(xv[k], p.opaque_zero);  // convert x again rather than keep it as floats
+      Vec16<T> m_k = xv[k];  // unused unless kHasMul
+      if constexpr (kHoldM) {
+        reload_pack(mv[k], p.opaque_zero);
+        m_k = mv[k];
+      } else if constexpr (kHasMul) {
+        m_k = load_row_pack<T, kVector, true>(p.m + offset, pack_col(k), cols);
+      }
+      store_pack<T, kVector>(p.y + offset, pack_col(k), cols, fwd_pack_out<T, kHasMul>(xv[k], m_k, c));
+    }
+  }
+}
+
+// Rows beyond register capacity: block per row, the row walked in chunks of kBlock * kPacks
+// packs twice, once for the sums and once for y; the second pass re-reads this row's x
+// microseconds after the first, mostly from L2.
+template <class T, bool kHasMul, int kBlock, int kPacks, bool kVector>
+__global__ void __launch_bounds__(kBlock, 1) polynorm_fwd_chunked(FwdParams<T> p) {
+  constexpr int V = Vec16<T>::kSize;
+  constexpr int64_t kChunk = int64_t{kBlock} * kPacks * V;
+  __shared__ RowSums<3> scratch[2][kBlock / kWarpSize];
+  const auto pack_col = [](int64_t base, int k) {
+    return base + static_cast<int64_t>(k * kBlock + static_cast<int>(threadIdx.x)) * V;
+  };
+  const PolyWeights w = load_weights(p.w, p.b);
+  const float inv_cols = p.inv_cols;
+
+  int buf = 0;
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const T* x_row = p.x + row * p.cols;
+    RowSums<3> s = zero_sums<3>();
+    for (int64_t base = 0; base < p.cols; base += kChunk) {
+      Vec16<T> xv[kPacks];
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) xv[k] = load_row_pack<T, kVector, false>(x_row, pack_col(base, k), p.cols);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) add_fwd_pack_sums(s, xv[k]);
+    }
+    s = team_sums<kBlock>(s, scratch[buf]);
+    buf ^= 1;
+    const FwdCoefs c = fwd_coefs(s, inv_cols, p.eps, w);
+
+    for (int64_t base = 0; base < p.cols; base += kChunk) {
+      Vec16<T> xv[kPacks];
+      Vec16<T> mv[kPacks];
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        xv[k] = load_row_pack<T, kVector, true>(x_row, pack_col(base, k), p.cols);
+        mv[k] = kHasMul ? load_row_pack<T, kVector, true>(p.m + row * p.cols, pack_col(base, k), p.cols) : xv[k];
+      }
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k)
+        store_pack<T, kVector>(p.y + row * p.cols, pack_col(base, k), p.cols,
+                               fwd_pack_out<T, kHasMul>(xv[k], mv[k], c));
+    }
+  }
+}
+
+// One register configuration: kBlock threads, teams of kTeam, kPacks packs per thread,
+// kMinBlocks blocks per SM (the occupancy __launch_bounds__ asks for).
+template <int kBlock_, int kTeam_, int kPacks_, int kMinBlocks_, bool kVector_>
+struct RegsConfig {
+  static constexpr int kBlock = kBlock_;
+  static constexpr int kTeam = kTeam_;
+  static constexpr int kPacks = kPacks_;
+  static constexpr int kMinBlocks = kMinBlocks_;
+  static constexpr bool kVector = kVector_;
+  static constexpr int kTeams = kBlock_ / kTeam_;
+};
+
+constexpr int kChunkedBlock = 1024;
+
+// Calls f(RegsConfig<...>{}) with the smallest configuration whose capacity (kTeam x kPacks
+// packs) holds the row; returns false when the row is beyond register capacity. The vector
+// ladder is rmsnorm v3's, measured on H100 there: warp teams (8 rows per 256-thread block)
+// up to 1024 bf16, two-warp teams up to 2048, then a block per row; two 512-thread blocks
+// per SM up to 32768 bf16, one 1024-thread block up to 65536. kMinBlocks keeps the register
+// cap at 64. The scalar variant holds at most 2 packs per thread: its per-element addresses
+// and bounds cost registers (at 4 packs ptxas spilled).
+template <bool kVector, class F>
+bool with_fwd_config_of(int64_t packs, F&& f) {
+  constexpr int W = kWarpSize;
+  if constexpr (kVector) {
+    if (packs <= W * 1) return f(RegsConfig<256, W, 1, 4, true>{}), true;
+    if (packs <= W * 2) return f(RegsConfig<256, W, 2, 4, true>{}), true;
+    if (packs <= W * 4) return f(RegsConfig<256, W, 4, 4, true>{}), true;
+    if (packs <= 2 * W * 4) return f(RegsConfig<256, 2 * W, 4, 4, true>{}), true;
+    if (packs <= 128 * 4) return f(RegsConfig<128, 128, 4, 8, true>{}), true;
+    if (packs <= 256 * 4) return f(RegsConfig<256, 256, 4, 4, true>{}), true;
+    if (packs <= 512 * 4) return f(RegsConfig<512, 512, 4, 2, true>{}), true;
+    if (packs <= 512 * 8) return f(RegsConfig<512, 512, 8, 2, true>{}), true;
+    if (packs <= 1024 * 8) return f(RegsConfig<1024, 1024, 8, 1, true>{}), true;
+  } else {
+    if (packs <= W * 1) return f(RegsConfig<256, W, 1, 4, false>{}), true;
+    if (packs <= W * 2) return f(RegsConfig<256, W, 2, 4, false>{}), true;
+    if (packs <= 2 * W * 2) return f(RegsConfig<256, 2 * W, 2, 4, false>{}), true;
+    if (packs <= 128 * 2) return f(RegsConfig<128, 128, 2, 8, false>{}), true;
+    if (packs <= 256 * 2) return f(RegsConfig<256, 256, 2, 4, false>{}), true;
+    if (packs <= 512 * 2) return f(RegsConfig<512, 512, 2, 2, false>{}), true;
+    if (packs <= 1024 * 2) return f(RegsConfig<1024, 1024, 2, 1, false>{}), true;
+  }
+  return false;
+}
+
+template <class T, bool kHasMul>
+void launch_fwd_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
+  constexpr int V = Vec16<T>::kSize;
+  const bool vector = fwd_rows_aligned(p);
+  const int64_t sms = std::max(sm_count, 1);
+  const int64_t rows = std::max<int64_t>(p.rows, 1);
+  const auto launch_regs = [&](auto config) {
+    using C = decltype(config);
+    // sm_count = 0: a non-persistent grid (v3_vec16_rows_grid), one block per group of rows.
+    const int64_t resident = sm_count > 0 ? sms * C::kMinBlocks : kMaxRowBlocks;
+    const int grid = static_cast<int>(std::min(ceil_div(rows, C::kTeams), resident));
+    polynorm_fwd_regs<T, kHasMul, C::kBlock, C::kTeam, C::kPacks, C::kMinBlocks, C::kVector>
+        <<<grid, C::kBlock, 0, stream>>>(p);
+  };
+  const int64_t packs = ceil_div(p.cols, V);
+  const bool in_registers = vector ? with_fwd_config_of<true>(packs, launch_regs)
+                                   : with_fwd_config_of<false>(packs, launch_regs);
+  if (!in_registers) {
+    // Beyond register capacity: one 1024-thread block per SM (per row on the non-persistent
+    // grid), two passes over each row.
+    const int grid = static_cast<int>(std::min(rows, sm_count > 0 ? sms : kMaxRowBlocks));
+    if (vector) {
+      polynorm_fwd_chunked<T, kHasMul, kChunkedBlock, 2, true><<<grid, kChunkedBlock, 0, stream>>>(p);
+    } else {
+      polynorm_fwd_chunked<T, kHasMul, kChunkedBlock, 1, false><<<grid, kChunkedBlock, 0, stream>>>(p);
+    }
+  }
+  KB_GPU_CHECK_LAUNCH();
+}
+
+// Registration helpers: the launchers as LaunchArgs functions.
+template <bool kHasMul>
+void launch_polynorm_fwd_v1(const LaunchArgs& a) {
+  dispatch_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_fwd_v1<T, kHasMul>(fwd_params<T, kHasMul>(a), stream_of(a));
+  });
+}
+
+template <bool kHasMul>
+void launch_polynorm_fwd_v2(const LaunchArgs& a) {
+  dispatch_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_fwd_v2<T, kHasMul>(fwd_params<T, kHasMul>(a), a.sm_count, stream_of(a));
+  });
+}
+
+// =============================================================================================
+// Backward: the scalar gradients
+//
+// Every version writes one float4 (dw0, dw1, dw2, db) per row (v1) or per block (v2) into the
+// workspace; polynorm_bwd_finalize sums them in a fixed order (deterministic) into the fp32
+// outputs dw and db.
+// =============================================================================================
+
+constexpr int kFinalizeThreads = 256;
+
+__global__ void __launch_bounds__(kFinalizeThreads)
+    polynorm_bwd_finalize(const float4* partials, int64_t count, float* dw, float* db) {
+  __shared__ RowSums<4> scratch[kFinalizeThreads / kWarpSize];
+  RowSums<4> s = zero_sums<4>();
+  for (int64_t i = threadIdx.x; i < count; i += kFinalizeThreads) {
+    const float4 v = partials[i];
+    s.v[0] += v.x;
+    s.v[1] += v.y;
+    s.v[2] += v.z;
+    s.v[3] += v.w;
+  }
+  s = team_sums<kFinalizeThreads>(s, scratch);
+  if (threadIdx.x == 0) {
+    dw[0] = s.v[0];
+    dw[1] = s.v[1];
+    dw[2] = s.v[2];
+    db[0] = s.v[3];
+  }
+}
+
+template <class T>
+void launch_bwd_finalize(const BwdParams<T>& p, const float4* partials, int64_t count,
+                         gpuStream_t stream) {
+  polynorm_bwd_finalize<<<1, kFinalizeThreads, 0, stream>>>(partials, count, p.dw, p.db);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+// =============================================================================================
+// Backward v1_naive: block per row, scalar loads, two passes (row sums, then dx); each row's
+// (dw, db) share to the workspace; then the finalize kernel.
+// =============================================================================================
+
+template <class T, bool kHasMul>
+__global__ void __launch_bounds__(kNaiveThreads)
+    polynorm_bwd_naive_rows(BwdParams<T> p, float4* partials) {
+  __shared__ float scratch[kMaxWarps];
+  const PolyWeights w = load_weights(p.w, p.b);
+  const float inv_cols = p.inv_cols;
+  const auto grad = [&p](int64_t i) {
+    const float dy = to_float(p.dy[i]);
+    if constexpr (kHasMul) return dy * to_float(p.m[i]);
+    return dy;
+  };
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const int64_t offset = row * p.cols;
+    RowSums<6> s = zero_sums<6>();
+    float sum_g = 0.f;
+    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) {
+      const float g = grad(offset + j);
+      add_bwd_sums(s, g, to_float(p.x[offset + j]));
+      sum_g += g;
+    }
+#pragma unroll
+    for (int k = 0; k < 6; ++k) s.v[k] = block_reduce_sum(s.v[k], scratch);
+    sum_g = block_reduce_sum(sum_g, scratch);
+    const BwdRow r = bwd_row(s, inv_cols, p.eps, w);
+    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) {
+      const float x = to_float(p.x[offset + j]);
+      p.dx[offset + j] = from_float<T>(bwd_dx(grad(offset + j), x, r));
+      if constexpr (kHasMul) {
+        p.dm[offset + j] = from_float<T>(to_float(p.dy[offset + j]) * poly_value(x, r.poly));
+      }
+    }
+    if (threadIdx.x == 0) partials[row] = make_float4(r.dw0, r.dw1, r.dw2, sum_g);
+  }
+}
+
+size_t bwd_v1_workspace(const Shape& s, DType, int) {
+  return static_cast<size_t>(std::max<int64_t>(s.m, 1)) * sizeof(float4);
+}
+
+template <class T, bool kHasMul>
+void launch_bwd_v1_typed(const LaunchArgs& a) {
+  const BwdParams<T> p = bwd_params<T, kHasMul>(a);
+  const gpuStream_t stream = stream_of(a);
+  require_workspace(a, bwd_v1_workspace(a.shape, a.dtype, a.sm_count), "polynorm_bwd v1");
+  float4* partials = static_cast<float4*>(a.workspace);
+  polynorm_bwd_naive_rows<T, kHasMul><<<row_blocks(std::max<int64_t>(p.rows, 1)), kNaiveThreads, 0, stream>>>(p, partials);
+  KB_GPU_CHECK_LAUNCH();
+  launch_bwd_finalize(p, partials, p.rows, stream);
+}
+
+template <bool kHasMul>
+void launch_polynorm_bwd_v1(const LaunchArgs& a) {
+  dispatch_dtype(a.dtype, [&](auto tag) { launch_bwd_v1_typed<typename decltype(tag)::type, kHasMul>(a); });
+}
+
+// =============================================================================================
+// Backward v2_vec16_persistent: one pass, dy, x (and m) in registers.
+//
+// The forward's team layout: a team holds a row's dy, x (and m) packs, takes the six row sums
+// in one pass (team_sums of six: one barrier), then writes dx (and dm) from the
+// same registers. dw needs no per-element accumulator: lane 0 of each team adds the row's
+// r_k * sum(G x^p); db is a per-thread running sum of G. At the end the block reduces its
+// four accumulators into one float4 partial; the finalize kernel adds the grid's partials
+// (<= 4 x 132 float4 on an H100: nothing next to the rows' traffic).
+//
+// Registers: 2 (3 fused) tensors x kPacks packs x 4 registers plus ~30 for addresses, the
+// row's coefficients and the accumulators. Work per element: 9 (+1 fused) for the sums,
+// 10 for dx (+5 for G and dm fused): ~22-28 against 6 (10) bytes in bf16, about half the
+// issue rate at full HBM bandwidth.
+// =============================================================================================
+
+template <class T, bool kHasMul, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    polynorm_bwd_regs(BwdParams<T> p, float4* partials) {
+  constexpr int V = Vec16<T>::kSize;
+  constexpr int kTeams = kBlock / kTeam;
+  static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
+  __shared__ RowSums<6> scratch[2][kBlock / kWarpSize];
+  __shared__ RowSums<4> block_scratch[kBlock / kWarpSize];
+
+  const int team = threadIdx.x / kTeam;
+  const int lane = threadIdx.x % kTeam;
+  const int cols = static_cast<int>(p.cols);  // <= kTeam * kPacks * V on this path
+  const auto pack_col = [lane](int k) { return (k * kTeam + lane) * V; };
+  const PolyWeights w = load_weights(p.w, p.b);
+  const float inv_cols = p.inv_cols;
+  float dw_acc0 = 0.f, dw_acc1 = 0.f, dw_acc2 = 0.f;  // lane 0 of each team
+  float db_acc = 0.f;                                 // every thread
+
+  int buf = 0;
+  const int64_t row_stride = static_cast<int64_t>(gridDim.x) * kTeams;
+  for (int64_t first_row = static_cast<int64_t>(blockIdx.x) * kTeams; first_row < p.rows;
+       first_row += row_stride) {
+    const int64_t row = first_row + team;
+    const int valid = row < p.rows ? cols : 0;  // 0: this team has no row this round
+    const int64_t offset = row * p.cols;
+
+    Vec16<T> dyv[kPacks];
+    Vec16<T> xv[kPacks];
+    Vec16<T> mv[kHasMul ? kPacks : 1];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      dyv[k] = load_row_pack<T, kVector, true>(p.dy + offset, pack_col(k), valid);
+      xv[k] = load_row_pack<T, kVector, true>(p.x + offset, pack_col(k), valid);
+      if constexpr (kHasMul) mv[k] = load_row_pack<T, kVector, true>(p.m + offset, pack_col(k), valid);
+    }
+    // The fused op's pack k of m; polynorm_bwd passes x's, which is never read as m.
+    const auto m_pack = [&](int k) -> const Vec16<T>& {
+      if constexpr (kHasMul) {
+        return mv[k];
+      } else {
+        return xv[k];
+      }
+    };
+
+    RowSums<6> s = zero_sums<6>();
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) add_bwd_pack_sums<T, kHasMul>(s, db_acc, dyv[k], xv[k], m_pack(k));
+    s = team_sums<kTeam>(s, scratch[buf]);
+    buf ^= 1;
+    if (valid == 0) continue;  // past the barrier; nothing below synchronizes
+
+    const BwdRow r = bwd_row(s, inv_cols, p.eps, w);
+    if (lane == 0) {
+      dw_acc0 += r.dw0;
+      dw_acc1 += r.dw1;
+      dw_acc2 += r.dw2;
+    }
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      // Convert again rather than keep the row alive as floats (2x the registers).
+      reload_pack(dyv[k], p.opaque_zero);
+      reload_pack(xv[k], p.opaque_zero);
+      if constexpr (kHasMul) reload_pack(mv[k], p.opaque_zero);
+      Vec16<T> dxv, dmv;
+      bwd_pack_out<T, kHasMul>(dyv[k], xv[k], m_pack(k), r, dxv, dmv);
+      store_pack<T, kVector>(p.dx + offset, pack_col(k), valid, dxv);
+      if constexpr (kHasMul) store_pack<T, kVector>(p.dm + offset, pack_col(k), valid, dmv);
+    }
+  }
+
+  const RowSums<4> acc = team_sums<kBlock>(RowSums<4>{{dw_acc0, dw_acc1, dw_acc2, db_acc}}, block_scratch);
+  if (threadIdx.x == 0) partials[blockIdx.x] = make_float4(acc.v[0], acc.v[1], acc.v[2], acc.v[3]);
+}
+
+// Rows beyond register capacity: block per row, the row walked in chunks twice (sums, then dx
+// from a re-read that mostly hits L2), as the forward's chunked kernel.
+template <class T, bool kHasMul, int kBlock, int kPacks, bool kVector>
+__global__ void __launch_bounds__(kBlock, 1)
+    polynorm_bwd_chunked(BwdParams<T> p, float4* partials) {
+  constexpr int V = Vec16<T>::kSize;
+  constexpr int64_t kChunk = int64_t{kBlock} * kPacks * V;
+  __shared__ RowSums<6> scratch[2][kBlock / kWarpSize];
+  __shared__ RowSums<4> block_scratch[kBlock / kWarpSize];
+  const auto pack_col = [](int64_t base, int k) {
+    return base + static_cast<int64_t>(k * kBlock + static_cast<int>(threadIdx.x)) * V;
+  };
+  const PolyWeights w = load_weights(p.w, p.b);
+  const float inv_cols = p.inv_cols;
+  float dw_acc0 = 0.f, dw_acc1 = 0.f, dw_acc2 = 0.f;  // thread 0
+  float db_acc = 0.f;                                 // every thread
+
+  int buf = 0;
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const int64_t offset = row * p.cols;
+    RowSums<6> s = zero_sums<6>();
+    for (int64_t base = 0; base < p.cols; base += kChunk) {
+      Vec16<T> dyv[kPacks];
+      Vec16<T> xv[kPacks];
+      Vec16<T> mv[kPacks];
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const int64_t col = pack_col(base, k);
+        dyv[k] = load_row_pack<T, kVector, false>(p.dy + offset, col, p.cols);
+        xv[k] = load_row_pack<T, kVector, false>(p.x + offset, col, p.cols);
+        mv[k] = kHasMul ? load_row_pack<T, kVector, false>(p.m + offset, col, p.cols) : xv[k];
+      }
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) add_bwd_pack_sums<T, kHasMul>(s, db_acc, dyv[k], xv[k], mv[k]);
+    }
+    s = team_sums<kBlock>(s, scratch[buf]);
+    buf ^= 1;
+    const BwdRow r = bwd_row(s, inv_cols, p.eps, w);
+    if (threadIdx.x == 0) {
+      dw_acc0 += r.dw0;
+      dw_acc1 += r.dw1;
+      dw_acc2 += r.dw2;
+    }
+
+    for (int64_t base = 0; base < p.cols; base += kChunk) {
+      Vec16<T> dyv[kPacks];
+      Vec16<T> xv[kPacks];
+      Vec16<T> mv[kPacks];
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const int64_t col = pack_col(base, k);
+        dyv[k] = load_row_pack<T, kVector, true>(p.dy + offset, col, p.cols);
+        xv[k] = load_row_pack<T, kVector, true>(p.x + offset, col, p.cols);
+        mv[k] = kHasMul ? load_row_pack<T, kVector, true>(p.m + offset, col, p.cols) : xv[k];
+      }
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const int64_t col = pack_col(base, k);
+        Vec16<T> dxv, dmv;
+        bwd_pack_out<T, kHasMul>(dyv[k], xv[k], mv[k], r, dxv, dmv);
+        store_pack<T, kVector>(p.dx + offset, col, p.cols, dxv);
+        if constexpr (kHasMul) store_pack<T, kVector>(p.dm + offset, col, p.cols, dmv);
+      }
+    }
+  }
+
+  const RowSums<4> acc = team_sums<kBlock>(RowSums<4>{{dw_acc0, dw_acc1, dw_acc2, db_acc}}, block_scratch);
+  if (threadIdx.x == 0) partials[blockIdx.x] = make_float4(acc.v[0], acc.v[1], acc.v[2], acc.v[3]);
+}
+
+constexpr int kBwdMaxBlocksPerSm = 4;  // the largest kMinBlocks below: bounds the partials
+
+// Calls f(RegsConfig<...>{}) with the smallest team that holds `packs` packs per row in
+// registers; returns false (calling nothing) when the row is beyond register capacity.
+// Registers: 256-thread blocks run 4 per SM (64 registers) for polynorm_bwd, 3 (85) for the
+// fused op's third tensor; 512-thread teams 2 (64) and 1 (128); 1024-thread teams only
+// without m. The scalar variant holds half the packs per thread (its per-element addresses
+// and bounds cost registers).
+template <bool kHasMul, bool kVector, class F>
+bool with_bwd_config_of(int64_t packs, F&& f) {
+  constexpr int P = kVector ? 4 : 2;
+  constexpr int W = kWarpSize;
+  constexpr int kMin256 = kHasMul ? 3 : 4;
+  constexpr int kMin512 = kHasMul ? 1 : 2;
+  static_assert(kMin256 <= kBwdMaxBlocksPerSm && kMin512 <= kBwdMaxBlocksPerSm);
+  if (packs <= W * P) return f(RegsConfig<256, W, P, kMin256, kVector>{}), true;
+  if (packs <= 2 * W * P) return f(RegsConfig<256, 2 * W, P, kMin256, kVector>{}), true;
+  if (packs <= 128 * P) return f(RegsConfig<256, 128, P, kMin256, kVector>{}), true;
+  if (packs <= 256 * P) return f(RegsConfig<256, 256, P, kMin256, kVector>{}), true;
+  if (packs <= 512 * P) return f(RegsConfig<512, 512, P, kMin512, kVector>{}), true;
+  if constexpr (!kHasMul) {
+    if (packs <= 1024 * P) return f(RegsConfig<1024, 1024, P, 1, kVector>{}), true;
+  }
+  return false;
+}
+
+// One float4 partial per block: at most kBwdMaxBlocksPerSm blocks per SM, never more blocks
+// than rows.
+size_t bwd_v2_workspace(const Shape& s, DType, int sm_count) {
+  return static_cast<size_t>(max_persistent_blocks(s.m, sm_count, kBwdMaxBlocksPerSm)) *
+         sizeof(float4);
+}
+
+template <class T, bool kHasMul>
+void launch_bwd_v2_typed(const LaunchArgs& a) {
+  constexpr int V = Vec16<T>::kSize;
+  const BwdParams<T> p = bwd_params<T, kHasMul>(a);
+  const gpuStream_t stream = stream_of(a);
+  require_workspace(a, bwd_v2_workspace(a.shape, a.dtype, a.sm_count), "polynorm_bwd v2");
+  float4* partials = static_cast<float4*>(a.workspace);
+  const bool vector = bwd_rows_aligned(p);
+  const int64_t sms = std::max(a.sm_count, 1);
+  const int64_t rows = std::max<int64_t>(p.rows, 1);
+  int grid = 0;
+
+  const auto launch_regs = [&](auto config) {
+    using C = decltype(config);
+    grid = static_cast<int>(std::min(ceil_div(rows, C::kTeams), sms * C::kMinBlocks));
+    polynorm_bwd_regs<T, kHasMul, C::kBlock, C::kTeam, C::kPacks, C::kMinBlocks, C::kVector>
+        <<<grid, C::kBlock, 0, stream>>>(p, partials);
+  };
+  const int64_t packs = ceil_div(p.cols, V);
+  const bool in_registers = vector ? with_bwd_config_of<kHasMul, true>(packs, launch_regs)
+                                   : with_bwd_config_of<kHasMul, false>(packs, launch_regs);
+  if (!in_registers) {
+    grid = static_cast<int>(std::min(rows, sms));
+    if (vector) {
+      polynorm_bwd_chunked<T, kHasMul, kChunkedBlock, 2, true><<<grid, kChunkedBlock, 0, stream>>>(p, partials);
+    } else {
+      polynorm_bwd_chunked<T, kHasMul, kChunkedBlock, 1, false><<<grid, kChunkedBlock, 0, stream>>>(p, partials);
+    }
+  }
+  KB_GPU_CHECK_LAUNCH();
+  launch_bwd_finalize(p, partials, grid, stream);
+}
+
+template <bool kHasMul>
+void launch_polynorm_bwd_v2(const LaunchArgs& a) {
+  dispatch_dtype(a.dtype, [&](auto tag) { launch_bwd_v2_typed<typename decltype(tag)::type, kHasMul>(a); });
+}
+
+}  // namespace
+}  // namespace kbench

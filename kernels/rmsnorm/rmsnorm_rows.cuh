@@ -1,0 +1,243 @@
+// The register-row rmsnorm forward kernels, shared by rmsnorm (kernels/rmsnorm/rmsnorm.cu) and
+// fused_add_rmsnorm (kernels/fused_add_rmsnorm/fused_add_rmsnorm.cu). With kAdd the row is
+// h = x + r (rounded to T and written to h) and y = rmsnorm(h) * w: the same kernel with one
+// more input read and one more output written per element.
+//
+//   rmsnorm_fwd_two_pass  block per row, 16-byte (or scalar) accesses, two passes over the
+//                         row, the second from L2: rows beyond register capacity.
+//   rmsnorm_fwd_regs      the row read once into registers (see the comment at the kernel).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "harness/registry.h"
+#include "kernels/common/compat.h"
+#include "kernels/common/dtypes.h"
+#include "kernels/common/launch.h"
+#include "kernels/common/reduce.h"
+#include "kernels/common/row_layout.h"
+#include "kernels/common/vec.h"
+
+namespace kbench::rmsnorm_rows {
+
+// What every forward kernel takes. Row offsets are row * cols in int64: M * N can pass 2^31.
+// r and h are used only by kAdd kernels (fused_add_rmsnorm).
+template <class T>
+struct FwdParams {
+  const T* x;
+  const T* w;
+  T* y;
+  int64_t rows;
+  int64_t cols;
+  float eps;
+  const T* r = nullptr;
+  T* h = nullptr;
+};
+
+// 16-byte accesses are legal when every row of every tensor starts 16-byte aligned.
+template <class T>
+bool fwd_rows_aligned(const FwdParams<T>& p) {
+  const bool residual_aligned = p.r == nullptr || (rows_are_vec16_aligned<T>(p.r, p.cols) &&
+                                                   rows_are_vec16_aligned<T>(p.h, p.cols));
+  return rows_are_vec16_aligned<T>(p.x, p.cols) && rows_are_vec16_aligned<T>(p.y, p.cols) &&
+         rows_are_vec16_aligned<T>(p.w, p.cols) && residual_aligned;
+}
+
+// y = x * rstd * w for one pack, a pair at a time (see get_pair: keeps 16-bit packs packed).
+template <class T>
+__device__ __forceinline__ Vec16<T> normalize(const Vec16<T>& xv, const Vec16<T>& wv, float rstd) {
+  Vec16<T> yv;
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 x = get_pair(xv, j);
+    const float2 w = get_pair(wv, j);
+    set_pair(yv, j, make_float2(x.x * rstd * w.x, x.y * rstd * w.y));
+  }
+  return yv;
+}
+
+// h = x + r for one pack, in fp32, rounded once to T.
+template <class T>
+__device__ __forceinline__ Vec16<T> add_packs(const Vec16<T>& xv, const Vec16<T>& rv) {
+  Vec16<T> hv;
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 x = get_pair(xv, j);
+    const float2 r = get_pair(rv, j);
+    set_pair(hv, j, make_float2(x.x + r.x, x.y + r.y));
+  }
+  return hv;
+}
+
+// One pack of the row a norm takes statistics of: x, or with kAdd h = x + r (also written to
+// h_row). kStream: the data is used once, keep it out of L1.
+template <class T, bool kVector, bool kAdd, bool kStream, class Index>
+__device__ __forceinline__ Vec16<T> load_row_pack(const FwdParams<T>& p, int64_t offset, Index col,
+                                                  Index cols) {
+  const Vec16<T> xv = load_pack<T, kVector, kStream>(p.x + offset, col, cols);
+  if constexpr (!kAdd) {
+    return xv;
+  } else {
+    const Vec16<T> hv = add_packs(xv, load_pack<T, kVector, kStream>(p.r + offset, col, cols));
+    store_pack<T, kVector>(p.h + offset, col, cols, hv);
+    return hv;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two passes, block per row: pass 1 sums the squares (kAdd: and writes h), pass 2 re-reads
+// the row (x, or h just written by the same thread) mostly from L2 and writes y.
+// ---------------------------------------------------------------------------------------------
+
+template <class T, bool kVector, bool kAdd>
+__global__ void __launch_bounds__(1024) rmsnorm_fwd_two_pass(FwdParams<T> p) {
+  constexpr int V = Vec16<T>::kSize;
+  __shared__ float scratch[kMaxWarps];
+  const int64_t packs = ceil_div(p.cols, V);
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const int64_t offset = row * p.cols;
+    float sum_sq = 0.f;
+    for (int64_t k = threadIdx.x; k < packs; k += blockDim.x) {
+      const Vec16<T> xv = load_row_pack<T, kVector, kAdd, false>(p, offset, k * V, p.cols);
+#pragma unroll
+      for (int j = 0; j < V / 2; ++j) {
+        const float2 v = get_pair(xv, j);
+        sum_sq = fmaf(v.x, v.x, sum_sq);
+        sum_sq = fmaf(v.y, v.y, sum_sq);
+      }
+    }
+    sum_sq = block_reduce_sum(sum_sq, scratch);  // synchronizes before reusing scratch
+    const float rstd = rsqrtf(sum_sq / static_cast<float>(p.cols) + p.eps);
+    const T* row_in = (kAdd ? p.h : p.x) + offset;
+    for (int64_t k = threadIdx.x; k < packs; k += blockDim.x) {
+      const Vec16<T> xv = load_pack<T, kVector, false>(row_in, k * V, p.cols);
+      const Vec16<T> wv = load_pack<T, kVector, false>(p.w, k * V, p.cols);
+      store_pack<T, kVector>(p.y + offset, k * V, p.cols, normalize(xv, wv, rstd));
+    }
+  }
+}
+
+template <class T, bool kAdd>
+void launch_two_pass(const FwdParams<T>& p, gpuStream_t stream) {
+  // About one Vec16 per thread per pass, between 128 and 1024 threads.
+  const int64_t packs = ceil_div(p.cols, Vec16<T>::kSize);
+  const int threads = static_cast<int>(
+      std::clamp<int64_t>(ceil_div(packs, kWarpSize) * kWarpSize, 128, 1024));
+  if (fwd_rows_aligned(p)) {
+    rmsnorm_fwd_two_pass<T, true, kAdd><<<row_blocks(p.rows), threads, 0, stream>>>(p);
+  } else {
+    rmsnorm_fwd_two_pass<T, false, kAdd><<<row_blocks(p.rows), threads, 0, stream>>>(p);
+  }
+  KB_GPU_CHECK_LAUNCH();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The row read once, held in registers.
+//
+// A team of kTeam threads (one warp, or the whole block) owns one row at a time; a block holds
+// kBlock / kTeam teams. Thread `lane` of a team holds kPacks packs of V elements, pack k
+// starting at column (k * kTeam + lane) * V, so each pack load is coalesced across the team
+// (one warp instruction reads 32 x 16 = 512 contiguous bytes). All kPacks loads are issued
+// before the reduction consumes any of them: kPacks x 16 bytes in flight per thread, e.g.
+// 1024 threads x 4 x 16 B = 64 KB per SM, well over the ~20 KB an H100 SM needs to cover
+// HBM latency at its share of the bandwidth (3.35 TB/s / 132 SMs x ~700 ns).
+//
+// The grid is persistent (kMinBlocks blocks per SM, the occupancy __launch_bounds__ asks
+// for) and walks rows with a block stride, so w is loaded once per thread and reused for
+// every row. kVector = false is the scalar-access variant (unaligned rows or N not a
+// multiple of V): the same layout, packs loaded element by element with a bound check.
+// kAdd: r's packs are loaded too and x + r replaces x; w is then re-read per row (r's packs
+// take the registers held w would).
+// ---------------------------------------------------------------------------------------------
+
+template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector, bool kAdd>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) rmsnorm_fwd_regs(FwdParams<T> p) {
+  constexpr int V = Vec16<T>::kSize;
+  constexpr int kTeams = kBlock / kTeam;
+  // w for up to 4 packs costs 16 registers and is reused for every row. At 8 packs x alone
+  // takes 32 registers of the 64 a 1024-thread block may have, so w is re-read per row
+  // (from L2: N * sizeof(T) per row next to 2 * N * sizeof(T) of HBM traffic).
+  constexpr bool kHoldW = kPacks <= 4 && !kAdd;
+  static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
+  __shared__ float scratch[2][kBlock / kWarpSize];
+
+  const int team = threadIdx.x / kTeam;
+  const int lane = threadIdx.x % kTeam;
+  const auto pack_col = [lane](int k) { return static_cast<int64_t>(k * kTeam + lane) * V; };
+
+  Vec16<T> w_held[kHoldW ? kPacks : 1];
+  if constexpr (kHoldW) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) w_held[k] = load_pack<T, kVector, false>(p.w, pack_col(k), p.cols);
+  }
+
+  int buf = 0;
+  const int64_t row_stride = static_cast<int64_t>(gridDim.x) * kTeams;
+  // Block-uniform loop: a team whose row is past the end still joins team_reduce_sum's barrier.
+  for (int64_t first_row = static_cast<int64_t>(blockIdx.x) * kTeams; first_row < p.rows;
+       first_row += row_stride) {
+    const int64_t row = first_row + team;
+    const int64_t cols = row < p.rows ? p.cols : 0;  // 0: this team has no row this round
+    const int64_t offset = row * p.cols;
+    T* y_row = p.y + offset;
+
+    Vec16<T> xv[kPacks];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) xv[k] = load_row_pack<T, kVector, kAdd, true>(p, offset, pack_col(k), cols);
+
+    float sum_sq = 0.f;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int j = 0; j < V / 2; ++j) {
+        const float2 v = get_pair(xv[k], j);
+        sum_sq = fmaf(v.x, v.x, sum_sq);  // one FMA per element
+        sum_sq = fmaf(v.y, v.y, sum_sq);
+      }
+    }
+    sum_sq = team_reduce_sum<kTeam>(sum_sq, scratch[buf]);
+    buf ^= 1;
+    const float rstd = rsqrtf(sum_sq / static_cast<float>(p.cols) + p.eps);
+
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      keep_packed(xv[k]);  // convert x again rather than keep 2x the registers alive as floats
+      Vec16<T> wv;
+      if constexpr (kHoldW) {
+        wv = w_held[k];
+        keep_packed(wv);  // stops the compiler hoisting w's conversion out of the row loop
+      } else {
+        wv = load_pack<T, kVector, false>(p.w, pack_col(k), cols);
+      }
+      store_pack<T, kVector>(y_row, pack_col(k), cols, normalize(xv[k], wv, rstd));
+    }
+  }
+}
+
+// sm_count = 0: one block per group of rows (the hardware schedules blocks as others finish)
+// instead of a persistent grid.
+template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector, bool kAdd>
+void launch_fwd_regs_variant(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
+  constexpr int kTeams = kBlock / kTeam;
+  const int64_t resident =
+      sm_count > 0 ? static_cast<int64_t>(sm_count) * kMinBlocks : kMaxRowBlocks;
+  const int grid = static_cast<int>(std::min(ceil_div(p.rows, kTeams), resident));
+  rmsnorm_fwd_regs<T, kBlock, kTeam, kPacks, kMinBlocks, kVector, kAdd><<<grid, kBlock, 0, stream>>>(p);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+// rmsnorm's v3_vec16_regs (sm_count > 0) and v4_vec16_rows_grid (sm_count = 0); fused add
+// (kAdd) does without the 8-pack layouts (r's packs next to x's would not fit 64 registers).
+template <class T, bool kAdd>
+void launch_regs(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
+  const int64_t packs = ceil_div(p.cols, Vec16<T>::kSize);
+  const bool in_registers =
+      with_row_layout(packs, fwd_rows_aligned(p), !kAdd, [&](auto layout, auto vector) {
+        using L = decltype(layout);
+        launch_fwd_regs_variant<T, L::kBlock, L::kTeam, L::kPacks, L::kMinBlocks,
+                                decltype(vector)::value, kAdd>(p, sm_count, stream);
+      });
+  if (!in_registers) launch_two_pass<T, kAdd>(p, stream);  // the second pass from L2
+}
+
+}  // namespace kbench::rmsnorm_rows
