@@ -1,7 +1,8 @@
 // Correctness: compares one device output (in its dtype) with the float64 reference.
 // An element passes when it is finite wherever the reference is finite and
-// |out - ref| <= atol * scale + rtol * |ref|, scale 1 unless the op gives per-element scales
-// (OpDescriptor::atol_scale). NaN never passes, so an output element the kernel did not write
+// |out - ref| <= atol * scale + rtol * |ref| + step, scale 1 unless the op gives per-element
+// scales (OpDescriptor::atol_scale), step the spacing of the output dtype's subnormals (fp16:
+// 2^-24; what rounding a tiny value costs, beyond any relative tolerance). NaN never passes, so an output element the kernel did not write
 // (the harness poisons outputs with NaN) fails.
 #pragma once
 #include <cstddef>

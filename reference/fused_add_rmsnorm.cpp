@@ -52,9 +52,12 @@ KBENCH_REGISTER(fused_add_rmsnorm_op) {
       .bytes([](const Shape& s, DType t) { return (4 * mn(s) + s.n) * dtype_size(t); })
       // the add (1), then rmsnorm's 4 per element
       .flops([](const Shape& s, DType) { return 5 * mn(s); })
-      // h is one rounded add; y as rmsnorm's (a kernel may normalize the rounded h: half a
-      // unit more, inside the 2.5 units rowwise_tolerance allows).
-      .tolerance([](size_t, DType t, const Shape&) { return norm::rowwise_tolerance(t, 1e-5); })
+      // h is one rounded add. y is allowed 4 units, not rmsnorm's 2.5: a kernel normalizes
+      // the h it returns (rounded), and in a short row that rounding moves both the element
+      // and the row's rstd (measured on H100, fp16, N = 3: 2.7 units, every impl alike).
+      .tolerance([](size_t output, DType t, const Shape&) {
+        return norm::rowwise_tolerance(t, 1e-5, output == 0 ? 4.0 : 2.5);
+      })
       .sweeps(norm::kSweeps);
 }
 

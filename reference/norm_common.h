@@ -17,8 +17,8 @@ inline double mn(const Shape& s) { return static_cast<double>(s.m) * static_cast
 // Outputs of a row-wise op are computed in fp32 and rounded once to the dtype: allow 2.5
 // units of roundoff (one for the final rounding, the rest for fp32 arithmetic and kernels
 // that round an intermediate such as xhat), plus a small absolute floor for values near 0.
-inline Tolerance rowwise_tolerance(DType t, double atol) {
-  return Tolerance{atol, 2.5 * dtype_epsilon(t) + 1e-5};
+inline Tolerance rowwise_tolerance(DType t, double atol, double units = 2.5) {
+  return Tolerance{atol, units * dtype_epsilon(t) + 1e-5};
 }
 
 // A weight or bias gradient sums `terms` products of unit size with random signs, so its

@@ -60,6 +60,15 @@ TEST(Check, PerElementAtolScale) {
   EXPECT_EQ(check_output(out.data(), DType::f32, ref, {0.25, 0}, &tight).bad_count, 2u);
 }
 
+TEST(Check, Fp16SubnormalStepIsAlwaysAllowed) {
+  // 3 * 2^-24 stored, 3.4 * 2^-24 wanted: within one subnormal step of fp16 even at zero
+  // tolerance; 5 steps off is not.
+  const uint16_t three_steps = 3, eight_steps = 8;
+  const std::vector<double> ref = {3.4 * 0x1p-24};
+  EXPECT_TRUE(check_output(&three_steps, DType::f16, ref, {0, 0}).pass);
+  EXPECT_FALSE(check_output(&eight_steps, DType::f16, ref, {0, 0}).pass);
+}
+
 TEST(Check, ToleranceBoundaryRelative) {
   EXPECT_TRUE(check({2.5}, {2.0}, {0, 0.25}).pass);
   EXPECT_FALSE(check({2.5625}, {2.0}, {0, 0.25}).pass);
