@@ -157,6 +157,12 @@ class SweepRunner {
     r.timestamp = utc_timestamp();
     r.device = d.name;
     r.device_slug = d.slug;
+    // Two GPUs of one model in one run (`--device all`) must stay apart in the CSV, for
+    // `compare` (which keys multi-device files by slug) and `plot`: name them by index.
+    if (options_.devices.size() > 1) {
+      r.device += " [GPU " + std::to_string(d.index) + "]";
+      r.device_slug += "-gpu" + std::to_string(d.index);
+    }
     r.arch = d.arch;
     r.sm_count = d.sm_count;
     r.driver = d.driver;
