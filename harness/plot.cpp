@@ -375,7 +375,9 @@ std::string render_roofline(const std::vector<ResultRow>& rows, const PlotOption
 
   std::vector<std::string> short_names;
   for (const std::string& d : devices) short_names.push_back(short_device(d));
-  const std::string title = "Roofline: " + join(ops) + " on " + join(devices) + versions_of(rows);
+  // Beyond three ops the names would run off the page; the legend lists them.
+  const std::string what = ops.size() <= 3 ? join(ops) : std::to_string(ops.size()) + " ops";
+  const std::string title = "Roofline: " + what + " on " + join(devices) + versions_of(rows);
   Svg svg;
   draw_titles(svg, title,
               std::to_string(rows.size()) + " passing points; colour = " +
