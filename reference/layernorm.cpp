@@ -101,6 +101,31 @@ void layernorm_bwd_reference(const ReferenceArgs& a) {
   }
 }
 
+// y = (x - mean) * rstd * w + b: in fp32 the mean carries an error of ~2^-24 * |mean| (more
+// over a long sum), and x - mean inherits it; rstd then magnifies it. In a row of nearly equal
+// values (three random values a hair apart happen among 65537 rows of 3) rstd is in the
+// hundreds: measured on H100, fp32, 65537x3, one y of -0.02721 came out 3.1e-5 off in the
+// naive kernel and both optimized ones alike, 1e-3 relative. So y's absolute tolerance is
+// taken per unit of max(1, rstd * |w| * (|x| + |mean|)): a few units for well-spread rows,
+// never tighter than before, and as large as the row's conditioning where it is poor.
+bool layernorm_atol_scale(const ReferenceArgs& a, size_t, std::vector<double>& scale) {
+  const int64_t m = a.shape.m, n = a.shape.n;
+  const double* x = a.inputs[0]->data();
+  const double* w = a.inputs[1]->data();
+  scale.assign(static_cast<size_t>(m * n), 1.0);
+  parallel_for(m, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const double* xr = x + i * n;
+      const RowStats st = row_stats(xr, n, a.eps);
+      for (int64_t j = 0; j < n; ++j) {
+        scale[i * n + j] =
+            std::max(1.0, st.rstd * std::fabs(w[j]) * (std::fabs(xr[j]) + std::fabs(st.mean)));
+      }
+    }
+  });
+  return true;
+}
+
 // dx = rstd * (g - mean(g) - xhat * c) is a difference of terms that can each be far larger
 // than dx: in a row of nearly equal values (three random values a hair apart happen among
 // 65537 rows) rstd is in the hundreds, and fp32 arithmetic errs by ~1e-7 of the terms, not
@@ -153,6 +178,7 @@ KBENCH_REGISTER(layernorm_op) {
       // (1), times w plus b (2)
       .flops([](const Shape& s, DType) { return 7 * mn(s); })
       .tolerance([](size_t, DType t, const Shape&) { return rowwise_tolerance(t, 1e-5); })
+      .atol_scale(layernorm_atol_scale)
       .sweeps(norm::kSweeps);
 }
 

@@ -3,6 +3,7 @@
 // Host code outside this header never names cuda* or hip* directly.
 #pragma once
 #include <sstream>
+#include <utility>
 
 #include "harness/errors.h"
 
@@ -48,6 +49,10 @@ inline constexpr gpuError_t gpuErrorMemoryAllocation = hipErrorOutOfMemory;
 #define gpuEventElapsedTime hipEventElapsedTime
 #define gpuFuncSetAttribute hipFuncSetAttribute
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+#define gpuDevAttrComputeCapabilityMajor hipDeviceAttributeComputeCapabilityMajor
+// HIP has no opt-in above the per-block limit (64 KB of LDS on CDNA).
+#define gpuDevAttrMaxSharedMemoryPerBlockOptin hipDeviceAttributeMaxSharedMemoryPerBlock
+#define KBENCH_HAS_CLUSTERS 0
 #else
 #include <cuda_runtime.h>
 #define KBENCH_RUNTIME_NAME "CUDA"
@@ -90,6 +95,10 @@ inline constexpr gpuError_t gpuErrorMemoryAllocation = cudaErrorMemoryAllocation
 #define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuFuncSetAttribute cudaFuncSetAttribute
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#define gpuDevAttrComputeCapabilityMajor cudaDevAttrComputeCapabilityMajor
+#define gpuDevAttrMaxSharedMemoryPerBlockOptin cudaDevAttrMaxSharedMemoryPerBlockOptin
+// Thread-block clusters (sm_90+): launched through launch_in_clusters below.
+#define KBENCH_HAS_CLUSTERS 1
 #endif
 
 namespace kbench {
@@ -112,3 +121,62 @@ namespace kbench {
 
 // After a kernel launch: catches bad launch configurations at the launch site.
 #define KB_GPU_CHECK_LAUNCH() KB_GPU_CHECK(gpuGetLastError())
+
+namespace kbench {
+
+#if KBENCH_HAS_CLUSTERS
+// A launch of `grid` blocks in clusters of `cluster` consecutive blocks (grid a multiple of
+// it); `attribute` must outlive the config.
+inline cudaLaunchConfig_t cluster_launch_config(int grid, int block, size_t shared_bytes,
+                                                gpuStream_t stream, int cluster,
+                                                cudaLaunchAttribute& attribute) {
+  attribute = cudaLaunchAttribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = dim3(static_cast<unsigned>(block));
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
+template <class... Params, class... Args>
+void launch_in_clusters(void (*kernel)(Params...), int grid, int block, size_t shared_bytes,
+                        gpuStream_t stream, int cluster, Args&&... args) {
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(grid, block, shared_bytes, stream, cluster, attribute);
+  KB_GPU_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
+// How many clusters of the kernel can be resident at once (0: none, e.g. before sm_90).
+template <class... Params>
+int max_active_clusters(void (*kernel)(Params...), int block, size_t shared_bytes, int cluster) {
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(cluster, block, shared_bytes, nullptr, cluster, attribute);
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, reinterpret_cast<const void*>(kernel), &config) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();  // not an error of the next call
+    return 0;
+  }
+  return clusters;
+}
+#else
+template <class... Params, class... Args>
+void launch_in_clusters(void (*)(Params...), int, int, size_t, gpuStream_t, int, Args&&...) {
+  throw RuntimeFailure("thread-block clusters need CUDA on sm_90 or newer");
+}
+template <class... Params>
+int max_active_clusters(void (*)(Params...), int, size_t, int) {
+  return 0;
+}
+#endif
+
+}  // namespace kbench

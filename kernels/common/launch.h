@@ -44,10 +44,27 @@ inline void require_workspace(const LaunchArgs& a, size_t bytes, const std::stri
 inline std::optional<std::string> accepts_any_shape(const Shape&, DType) { return std::nullopt; }
 inline size_t no_workspace(const Shape&, DType, int) { return 0; }
 
-// Opts a kernel into more than 48 KB of dynamic shared memory, once per device: `done` is the
-// caller's flag for this kernel, one bit per device.
+// f() (an int64_t, never 0) computed once per device and kept in the caller's `cache` (a static,
+// one per kernel or question): launchers ask the runtime outside the timed launch path.
+template <class F>
+int64_t once_per_device(std::atomic<int64_t> (&cache)[64], F&& f) {
+  int device = 0;
+  KB_GPU_CHECK(gpuGetDevice(&device));
+  std::atomic<int64_t>& entry = cache[device & 63];
+  int64_t value = entry.load();
+  if (value == 0) {
+    value = f(device);
+    entry.store(value);
+  }
+  return value;
+}
+
+// Opts a kernel into `bytes` of dynamic shared memory, once per device: `done` is the caller's
+// flag for this kernel, one bit per device. Needed past 48 KB of static and dynamic together,
+// so any kernel with dynamic shared memory opts in (48 KB dynamic plus a few static bytes
+// failed to launch without it).
 inline void allow_shared_bytes(const void* kernel, size_t bytes, std::atomic<uint64_t>& done) {
-  if (bytes <= 48 * 1024) return;
+  if (bytes == 0) return;
   int device = 0;
   KB_GPU_CHECK(gpuGetDevice(&device));
   const uint64_t bit = uint64_t{1} << (device & 63);

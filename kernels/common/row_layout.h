@@ -31,6 +31,8 @@ struct RowLayout {
 // 1024x32768, 95% with two). The scalar variant (vector = false) needs registers for
 // per-element addresses and bounds, so it never gets 8 packs; callers whose rows carry more
 // than x (allow_8_packs = false) neither.
+constexpr int64_t kMaxRegisterRowPacks = 1024 * 8;  // the widest layout below
+
 template <class F>
 bool with_row_layout(int64_t packs, bool vector, bool allow_8_packs, F&& f) {
   const auto call = [&](auto layout) {

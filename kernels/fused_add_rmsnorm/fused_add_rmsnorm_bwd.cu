@@ -14,6 +14,8 @@
 //   v2_vec16_persistent   rmsnorm_bwd's v2 kernels with dh added to dx (rmsnorm_bwd_rows.cuh,
 //                         kAddGrad): dy, h, dh in registers, dw in fp32 registers across rows,
 //                         one fp32 partial row per block, a finalize kernel.
+//   v3_vec16_staged       rmsnorm_bwd's v3 with dh added: dy, h and dh staged in shared
+//                         memory, the next row in flight; a cluster per row past 16384 bf16.
 #include <algorithm>
 #include <cstdint>
 
@@ -72,6 +74,20 @@ KBENCH_REGISTER(fused_add_rmsnorm_bwd_v2_vec16_persistent) {
       })
       .rejects(accepts_any_shape)
       .workspace(rmsnorm_bwd_rows::v2_workspace);
+}
+
+KBENCH_REGISTER(fused_add_rmsnorm_bwd_v3_vec16_staged) {
+  register_impl("fused_add_rmsnorm_bwd", "v3_vec16_staged")
+      .note("rmsnorm_bwd v3 with dh added: dy, h, dh staged in shared memory, next row in flight")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          rmsnorm_bwd_rows::launch_staged<T, true>(fused_add_bwd_params<T>(a), a);
+        });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(rmsnorm_bwd_rows::v3_workspace);
 }
 
 }  // namespace kbench

@@ -25,6 +25,10 @@
 //                   times, the second and third times mostly from L2.
 //   v3_vec16_rows_grid  v2's kernels on a non-persistent grid (as rmsnorm's v4_vec16_rows_grid):
 //                   a finishing block's slot is refilled by one whose loads start at once.
+//   v4_vec16_staged x staged in shared memory by async copies, the next rows in flight while
+//                   this one is summed twice and written (kernels/common/staged_rows.cuh, as
+//                   rmsnorm's v5_vec16_staged); w and b held in registers. Rows up to 16384
+//                   bf16 and past register capacity; v3's kernels for the rest.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -36,6 +40,7 @@
 #include "kernels/common/launch.h"
 #include "kernels/common/reduce.h"
 #include "kernels/common/row_layout.h"
+#include "kernels/common/staged_rows.cuh"
 #include "kernels/common/vec.h"
 
 namespace kbench {
@@ -344,6 +349,61 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// v4_vec16_staged: v2's arithmetic on rows staged in shared memory (staged_rows.cuh).
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+struct LayernormFwdStaged {
+  using Type = T;
+  using Params = FwdParams<T>;
+  struct Held {
+    Vec16<T> w, b;
+  };
+  static constexpr int kStaged = 1;    // x
+  static constexpr int kRounds = 2;    // sum x, then sum (x - mean)^2 (each over .x + .y)
+  static constexpr int kColGrads = 0;  // none
+  struct Stats {
+    float mean;
+    float rstd;
+  };
+
+  __device__ static const T* staged_row(const Params& p, int, int64_t row) { return p.x + row * p.cols; }
+  __device__ static T* out_row(const Params& p, int64_t row) { return p.y + row * p.cols; }
+  __device__ static Held hold(const Params& p, int64_t col) {
+    return Held{load_vec(p.w + col), load_vec(p.b + col)};
+  }
+  __device__ static void add_sums(int round, float2& sums, const Vec16<T> (&in)[1], const Held&,
+                                  const Stats& s) {
+    if (round == 0) {
+      add_elements(sums, in[0]);
+    } else {
+      add_sq_deviations<T, true>(sums, in[0], s.mean, Vec16<T>::kSize);
+    }
+  }
+  __device__ static void finish_round(int round, float2 total, Stats& s, const Params& p) {
+    const float n = static_cast<float>(p.cols);
+    if (round == 0) {
+      s.mean = (total.x + total.y) / n;
+    } else {
+      s.rstd = rsqrtf((total.x + total.y) / n + p.eps);
+    }
+  }
+  template <class Acc>
+  __device__ static Vec16<T> pack_out(const Vec16<T> (&in)[1], const Held& h, const Stats& s, Acc&) {
+    return normalize(in[0], h.w, h.b, s.mean, s.rstd);
+  }
+  static T* col_grad(const Params&, int) { return nullptr; }
+};
+
+template <class T>
+void launch_v4(const FwdParams<T>& p, const LaunchArgs& a) {
+  const bool staged = staged_rows::forward_rows_for_staged(ceil_div(p.cols, Vec16<T>::kSize));
+  if (!staged || !staged_rows::launch_staged<LayernormFwdStaged<T>>(p, fwd_rows_aligned(p), a)) {
+    launch_v2(p, 0, stream_of(a));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Registration
 // ---------------------------------------------------------------------------------------------
 
@@ -386,6 +446,20 @@ KBENCH_REGISTER(layernorm_v3_vec16_rows_grid) {
         dispatch_dtype(a.dtype, [&](auto tag) {
           using T = typename decltype(tag)::type;
           launch_v2(fwd_params<T>(a), 0, stream_of(a));  // sm_count 0: non-persistent grid
+        });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(layernorm_v4_vec16_staged) {
+  register_impl("layernorm", "v4_vec16_staged")
+      .note("x staged in shared memory, next rows in flight; v3 for 32K-64K bf16")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          launch_v4(fwd_params<T>(a), a);
         });
       })
       .rejects(accepts_any_shape)

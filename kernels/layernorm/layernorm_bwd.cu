@@ -31,6 +31,11 @@
 //                         Rows beyond register capacity (16384 bf16 / 8192 fp32; half that for
 //                         unaligned rows) are walked in packs by a block per row, three times,
 //                         the second and third mostly from L2.
+//   v3_vec16_staged       v2's arithmetic on dy and x staged in shared memory by async copies,
+//                         each team's next rows in flight (kernels/common/staged_rows.cuh):
+//                         one 512-thread block per SM, teams of 32-512 threads per row, a
+//                         cluster of 2-8 blocks per row past 16384 bf16; dw and db in fp32
+//                         registers, one partial row pair per block. Unaligned rows: v2.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -43,6 +48,7 @@
 #include "kernels/common/launch.h"
 #include "kernels/common/partials.h"
 #include "kernels/common/reduce.h"
+#include "kernels/common/staged_rows.cuh"
 #include "kernels/common/vec.h"
 
 namespace kbench {
@@ -581,6 +587,68 @@ void launch_v2(const LaunchArgs& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// v3_vec16_staged: dy and x staged in shared memory, the next row in flight while this one
+// computes (kernels/common/staged_rows.cuh), with v2's arithmetic: the same two rounds of row
+// sums, the same dx, dw and db. Rows the staged kernels do not take go to v2; they beat v2 at
+// every N of the default sweep, fp32 to bf16 (H100, kernels/rmsnorm/NOTES.md).
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+struct LayernormBwdStaged {
+  using Type = T;
+  using Params = BwdParams<T>;
+  using Held = Vec16<T>;              // w
+  static constexpr int kStaged = 2;   // dy, x
+  static constexpr int kRounds = 2;   // (sum x, sum g), then (sum xc^2, sum g * xc)
+  static constexpr int kColGrads = 2; // dw, db
+  struct Stats {
+    float2 sums_1;
+    RowCoefs coefs;
+  };
+
+  __device__ static const T* staged_row(const Params& p, int i, int64_t row) {
+    return (i == 0 ? p.dy : p.x) + row * p.cols;
+  }
+  __device__ static T* out_row(const Params& p, int64_t row) { return p.dx + row * p.cols; }
+  __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
+  __device__ static void add_sums(int round, float2& sums, const Vec16<T> (&in)[kStaged],
+                                  const Held& w, const Stats& s) {
+    if (round == 0) {
+      add_sums_1(sums, in[0], in[1], w);
+    } else {
+      add_sums_2<T, true>(sums, in[0], in[1], w, s.coefs.mean, Vec16<T>::kSize);
+    }
+  }
+  __device__ static void finish_round(int round, float2 total, Stats& s, const Params& p) {
+    const float n = static_cast<float>(p.cols);
+    if (round == 0) {
+      s.sums_1 = total;
+      s.coefs.mean = total.x / n;
+    } else {
+      s.coefs = row_coefs(s.sums_1, total, n, p.eps);
+    }
+  }
+  // acc: dw of the pack's V elements, then db's.
+  __device__ static Vec16<T> pack_out(const Vec16<T> (&in)[kStaged], const Held& w, const Stats& s,
+                                      float (&acc)[2 * Vec16<T>::kSize]) {
+    return kbench::pack_dx(in[0], in[1], w, s.coefs, acc, acc + Vec16<T>::kSize);
+  }
+  static T* col_grad(const Params& p, int g) { return g == 0 ? p.dw : p.db; }
+};
+
+size_t v3_workspace(const Shape& s, DType dtype, int sm_count) {
+  return std::max(v2_workspace(s, dtype, sm_count), staged_rows::workspace_bytes(s, 2, sm_count));
+}
+
+template <class T>
+void launch_v3(const LaunchArgs& a) {
+  const BwdParams<T> p = bwd_params<T>(a);
+  if (!staged_rows::launch_staged<LayernormBwdStaged<T>>(p, bwd_rows_aligned(p), a)) {
+    launch_v2<T>(a);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Registration
 // ---------------------------------------------------------------------------------------------
 
@@ -607,6 +675,17 @@ KBENCH_REGISTER(layernorm_bwd_v2_vec16_persistent) {
       })
       .rejects(accepts_any_shape)
       .workspace(v2_workspace);
+}
+
+KBENCH_REGISTER(layernorm_bwd_v3_vec16_staged) {
+  register_impl("layernorm_bwd", "v3_vec16_staged")
+      .note("dy, x staged in shared memory, next row in flight; cluster per row past 16K bf16")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) { launch_v3<typename decltype(tag)::type>(a); });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(v3_workspace);
 }
 
 }  // namespace kbench

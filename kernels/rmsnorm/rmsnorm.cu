@@ -25,7 +25,13 @@
 //                       whose loads start at once. w is loaded once per block (from L1/L2).
 //                       Measured on H100: 95-97% of the copy ceiling for N 1024-8192 bf16,
 //                       where v3 reaches 93-96% (NOTES.md).
-// v2 and v3's kernels live in rmsnorm_rows.cuh (fused_add_rmsnorm shares them).
+//   v5_vec16_staged     x staged in shared memory by async copies, each team's next rows in
+//                       flight while it reduces and writes this one (kernels/common/
+//                       staged_rows.cuh): one 512-thread block per SM, teams of 32-512 threads
+//                       per row, w held in registers. Rows up to 16384 bf16, and past register
+//                       capacity (65536 fp32: a cluster of blocks per row); 32768-65536 bf16
+//                       and unaligned rows take v4's kernels, faster there.
+// v2-v5's kernels live in rmsnorm_rows.cuh (fused_add_rmsnorm shares v2-v4's).
 #include <algorithm>
 #include <cstdint>
 
@@ -135,6 +141,20 @@ KBENCH_REGISTER(rmsnorm_v4_vec16_rows_grid) {
         dispatch_dtype(a.dtype, [&](auto tag) {
           using T = typename decltype(tag)::type;
           rmsnorm_rows::launch_regs<T, false>(fwd_params<T>(a), 0, stream_of(a));
+        });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(rmsnorm_v5_vec16_staged) {
+  register_impl("rmsnorm", "v5_vec16_staged")
+      .note("x staged in shared memory, next rows in flight; cluster per row past 16K bf16")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          rmsnorm_rows::launch_staged<T>(fwd_params<T>(a), a);
         });
       })
       .rejects(accepts_any_shape)

@@ -21,7 +21,15 @@
 //                         register capacity (16384 bf16 / 8192 fp32; half that for unaligned
 //                         rows) are processed in column chunks, twice (sums, then dx), the
 //                         second pass mostly from L2.
-// Both versions' kernels live in rmsnorm_bwd_rows.cuh (fused_add_rmsnorm_bwd shares them).
+//   v3_vec16_staged       the rows staged in shared memory by async copies, each team's next
+//                         rows in flight while it computes (kernels/common/staged_rows.cuh);
+//                         registers hold only w and the dw accumulators of the thread's
+//                         columns. One 512-thread block per SM, teams of 32-512 threads per
+//                         row up to 16384 bf16, beyond that a cluster of 2-8 blocks per row
+//                         (row sums through distributed shared memory, sm_90). One partial dw
+//                         row per block (or cluster), the same finalize. Unaligned rows and
+//                         GPUs without room for it: v2's kernels.
+// All versions' kernels live in rmsnorm_bwd_rows.cuh (fused_add_rmsnorm_bwd shares them).
 #include "harness/registry.h"
 #include "kernels/common/dtypes.h"
 #include "kernels/common/launch.h"
@@ -64,6 +72,20 @@ KBENCH_REGISTER(rmsnorm_bwd_v2_vec16_persistent) {
       })
       .rejects(accepts_any_shape)
       .workspace(rmsnorm_bwd_rows::v2_workspace);
+}
+
+KBENCH_REGISTER(rmsnorm_bwd_v3_vec16_staged) {
+  register_impl("rmsnorm_bwd", "v3_vec16_staged")
+      .note("rows staged in shared memory, next row in flight; cluster per row past 16K bf16")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          rmsnorm_bwd_rows::launch_staged<T, false>(bwd_params<T>(a), a);
+        });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(rmsnorm_bwd_rows::v3_workspace);
 }
 
 }  // namespace kbench

@@ -13,6 +13,7 @@
 #include "kernels/common/launch.h"
 #include "kernels/common/partials.h"
 #include "kernels/common/reduce.h"
+#include "kernels/common/staged_rows.cuh"
 #include "kernels/common/vec.h"
 
 namespace kbench::rmsnorm_bwd_rows {
@@ -427,6 +428,63 @@ void launch_persistent(const BwdParams<T>& p, const LaunchArgs& a) {
 
   // dw: the sum of the partial rows (partials.h).
   launch_finalize_partial_rows<1>(stream, partials, grid, p.cols, p.dw);
+}
+
+// ---------------------------------------------------------------------------------------------
+// v3_vec16_staged: the rows staged in shared memory, the next row in flight while this one
+// computes (kernels/common/staged_rows.cuh), with the arithmetic above. Rows the staged
+// kernels do not take (unaligned, wider than 131072 bf16 / 65536 fp32, or without clusters
+// wider than 16384 bf16) go to v2's. The staged kernels beat v2's at every N of the default
+// sweep, fp32 to bf16 (H100, NOTES.md).
+// ---------------------------------------------------------------------------------------------
+
+template <class T, bool kAddGrad>
+struct RmsnormBwdStaged {
+  using Type = T;
+  using Params = BwdParams<T>;
+  using Held = Vec16<T>;                            // w
+  static constexpr int kStaged = kAddGrad ? 3 : 2;  // dy, x (h for the fused op), dh
+  static constexpr int kRounds = 1;                 // (sum x^2, sum g * x)
+  static constexpr int kColGrads = 1;               // dw
+  struct Stats {
+    float rstd;
+    float mean_gxhat;
+  };
+
+  __device__ static const T* staged_row(const Params& p, int i, int64_t row) {
+    return (i == 0 ? p.dy : (i == 1 ? p.x : p.dh)) + row * p.cols;
+  }
+  __device__ static T* out_row(const Params& p, int64_t row) { return p.dx + row * p.cols; }
+  __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
+  __device__ static void add_sums(int, float2& sums, const Vec16<T> (&in)[kStaged], const Held& w,
+                                  const Stats&) {
+    add_row_sums(sums, in[0], in[1], w);
+  }
+  __device__ static void finish_round(int, float2 total, Stats& s, const Params& p) {
+    const float inv_cols = 1.f / static_cast<float>(p.cols);
+    s.rstd = rsqrtf(total.x * inv_cols + p.eps);
+    s.mean_gxhat = total.y * s.rstd * inv_cols;
+  }
+  // acc: dw of the pack's V elements.
+  __device__ static Vec16<T> pack_out(const Vec16<T> (&in)[kStaged], const Held& w, const Stats& s,
+                                      float (&acc)[Vec16<T>::kSize]) {
+    return rmsnorm_bwd_rows::pack_dx<kAddGrad>(in[0], in[1], w, in[kStaged - 1], s.rstd,
+                                               s.mean_gxhat, acc);
+  }
+  static T* col_grad(const Params& p, int) { return p.dw; }
+};
+
+
+inline size_t v3_workspace(const Shape& s, DType dtype, int sm_count) {
+  return std::max(v2_workspace(s, dtype, sm_count), staged_rows::workspace_bytes(s, 1, sm_count));
+}
+
+template <class T, bool kAddGrad>
+void launch_staged(const BwdParams<T>& p, const LaunchArgs& a) {
+  using Op = RmsnormBwdStaged<T, kAddGrad>;
+  if (!staged_rows::launch_staged<Op>(p, bwd_rows_aligned(p), a)) {
+    launch_persistent<T, kAddGrad>(p, a);
+  }
 }
 
 }  // namespace kbench::rmsnorm_bwd_rows

@@ -16,6 +16,7 @@
 #include "kernels/common/launch.h"
 #include "kernels/common/reduce.h"
 #include "kernels/common/row_layout.h"
+#include "kernels/common/staged_rows.cuh"
 #include "kernels/common/vec.h"
 
 namespace kbench::rmsnorm_rows {
@@ -238,6 +239,54 @@ void launch_regs(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
                                 decltype(vector)::value, kAdd>(p, sm_count, stream);
       });
   if (!in_registers) launch_two_pass<T, kAdd>(p, stream);  // the second pass from L2
+}
+
+// ---------------------------------------------------------------------------------------------
+// x staged in shared memory, the next rows in flight while this one computes
+// (kernels/common/staged_rows.cuh): rmsnorm's v5_vec16_staged. Rows it does not take
+// (forward_rows_for_staged, unaligned rows) go to launch_regs (v4).
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+struct RmsnormFwdStaged {
+  using Type = T;
+  using Params = FwdParams<T>;
+  using Held = Vec16<T>;               // w
+  static constexpr int kStaged = 1;    // x
+  static constexpr int kRounds = 1;    // sum x^2 (in .x)
+  static constexpr int kColGrads = 0;  // none
+  struct Stats {
+    float rstd;
+  };
+
+  __device__ static const T* staged_row(const Params& p, int, int64_t row) { return p.x + row * p.cols; }
+  __device__ static T* out_row(const Params& p, int64_t row) { return p.y + row * p.cols; }
+  __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
+  __device__ static void add_sums(int, float2& sums, const Vec16<T> (&in)[1], const Held&,
+                                  const Stats&) {
+#pragma unroll
+    for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+      const float2 v = get_pair(in[0], j);
+      sums.x = fmaf(v.x, v.x, sums.x);
+      sums.x = fmaf(v.y, v.y, sums.x);
+    }
+  }
+  __device__ static void finish_round(int, float2 total, Stats& s, const Params& p) {
+    s.rstd = rsqrtf(total.x / static_cast<float>(p.cols) + p.eps);
+  }
+  template <class Acc>
+  __device__ static Vec16<T> pack_out(const Vec16<T> (&in)[1], const Held& w, const Stats& s, Acc&) {
+    return normalize(in[0], w, s.rstd);
+  }
+  static T* col_grad(const Params&, int) { return nullptr; }
+};
+
+template <class T>
+void launch_staged(const FwdParams<T>& p, const LaunchArgs& a) {
+  const bool staged = staged_rows::forward_rows_for_staged(ceil_div(p.cols, Vec16<T>::kSize));
+  if (!staged || !staged_rows::launch_staged<RmsnormFwdStaged<T>>(p, fwd_rows_aligned(p), a)) {
+    launch_regs<T, false>(p, 0, stream_of(a));
+  }
 }
 
 }  // namespace kbench::rmsnorm_rows

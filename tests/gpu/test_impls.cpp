@@ -30,6 +30,9 @@ struct Collect : Reporter {
 // M = 65537 goes with the narrow rows, where rows per block and grid limits matter; with
 // 4097 or 8193 columns it cost minutes of host time per op (float64 references of 0.5 G
 // elements). 4099 x 4097 keeps the case of wide, unaligned rows with many rows per block.
+// Aligned rows a little past each staged-row capacity (kernels/common/staged_rows.cuh: a
+// 512-thread block with 1, 2 or 4 packs per thread, clusters of 2, 4, 8 blocks) with several
+// rows per block or cluster: 2000 x 1032, 64 x 5128, 7 x 8200, 300 x 16392, 70 x 65536.
 std::vector<Shape> edge_shapes() {
   std::vector<Shape> shapes;
   for (int64_t m : {1, 7})
@@ -38,6 +41,10 @@ std::vector<Shape> edge_shapes() {
   shapes.push_back({4099, 4097});
   for (int64_t m : {1, 7}) shapes.push_back({m, 65536});
   shapes.push_back({3, 131072});
+  for (Shape s : {Shape{2000, 1032}, Shape{64, 5128}, Shape{7, 8200}, Shape{300, 16392},
+                  Shape{70, 65536}}) {
+    shapes.push_back(s);
+  }
   return shapes;
 }
 
@@ -46,7 +53,8 @@ bool is_test_only(const ImplDescriptor& impl) { return impl.name.rfind("test_", 
 // Inputs at the edges of the value range (--values): |x| ~ 1e3 and all-zero rows, on shapes
 // that cover every kernel path (warp teams, block teams, two-pass rows, M = 1).
 std::vector<Shape> edge_value_shapes() {
-  return {{1, 1}, {7, 127}, {7, 4097}, {3, 8193}, {3, 65536}, {1, 131072}, {4096, 256}};
+  return {{1, 1},       {7, 127},    {7, 4097},   {3, 8193},
+          {3, 65536},   {1, 131072}, {4096, 256}, {300, 16392}};
 }
 
 struct Point {

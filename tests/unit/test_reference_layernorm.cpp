@@ -52,6 +52,25 @@ TEST(LayernormReference, OpsAreRegisteredWithTheirTensors) {
   EXPECT_EQ(bwd.outputs[2].name, "db");
 }
 
+TEST(LayernormReference, ForwardAtolScaleFollowsTheRowsConditioning) {
+  // Row 0 is well spread: no element's atol grows past a few units. Row 1's values lie 1e-4
+  // apart around 1: rstd = 1 / sqrt(var + eps) ~ 316 (eps dominates), so an fp32 mean's
+  // rounding is magnified that much, and so is the atol (rstd * |w| * (|x| + |mean|) ~ 632).
+  const Shape s{2, 3};
+  std::vector<double> x = {-1.0, 0.5, 1.5, 1.0, 1.0001, 0.9999};
+  std::vector<double> w = {1, 1, 1}, b = {0, 0, 0};
+  std::vector<double> y(x.size());
+  ReferenceArgs a{s, 1e-5, {&x, &w, &b}, {&y}};
+  std::vector<double> scale;
+  ASSERT_TRUE(op("layernorm").atol_scale(a, 0, scale));
+  ASSERT_EQ(scale.size(), x.size());
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_GE(scale[j], 1.0);
+    EXPECT_LT(scale[j], 4.0);
+    EXPECT_GT(scale[3 + j], 600.0);
+  }
+}
+
 TEST(LayernormReference, ConstantRowGivesTheBias) {
   // x = c everywhere: x - mean = 0, so y = b whatever c, w and eps are.
   const Shape s{2, 5};

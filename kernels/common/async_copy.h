@@ -1,0 +1,45 @@
+// 16-byte copies from global to shared memory that do not pass through registers and complete
+// asynchronously (cp.async, sm_80+): a thread issues a batch, closes it with async_commit(),
+// and async_wait<n>() returns once at most n of its batches are still in flight. A thread sees
+// its own copies after the wait; other threads need a barrier as well. Kernels use them to
+// load the next row while they compute on this one, without holding it in registers.
+// Elsewhere (HIP, host passes) they are ordinary copies, complete at once: correct, not
+// overlapped.
+#pragma once
+#include <cstdint>
+
+#include "kernels/common/compat.h"
+
+namespace kbench {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define KBENCH_ASYNC_COPY 1
+#else
+#define KBENCH_ASYNC_COPY 0
+#endif
+
+// 16 bytes, both addresses 16-byte aligned. `.cg`: cached in L2 only (data read once).
+__device__ __forceinline__ void async_copy16(void* shared, const void* global) {
+#if KBENCH_ASYNC_COPY
+  const auto address = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global)
+               : "memory");
+#else
+  *static_cast<int4*>(shared) = *static_cast<const int4*>(global);
+#endif
+}
+
+__device__ __forceinline__ void async_commit() {
+#if KBENCH_ASYNC_COPY
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int kPending>
+__device__ __forceinline__ void async_wait() {
+#if KBENCH_ASYNC_COPY
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+}  // namespace kbench

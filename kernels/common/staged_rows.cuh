@@ -1,0 +1,340 @@
+// Row kernels with their rows staged in shared memory: while a block computes on row i, its
+// next rows are already on the way from HBM (async_copy.h), so the memory never waits for the
+// row sums, the barriers or the arithmetic. Registers hold only what lives across rows: the
+// thread's columns of w and, in backwards, its fp32 column-gradient accumulators (dw, db).
+//
+// One skeleton serves norm forwards and backwards; an op plugs in its arithmetic as a policy
+// (rmsnorm_bwd_rows.cuh's RmsnormBwdStaged is a complete one):
+//   using Type, Params;              element type; the kernel's parameters (rows, cols, eps..)
+//   kStaged                          row tensors staged per row (x; dy, x, ...), read once each
+//   kRounds                          rounds of row sums (one float2 per round)
+//   kColGrads                        column gradients accumulated over rows (0 in forwards;
+//                                    dw: 1; dw and db: 2)
+//   Held, hold(p, col)               what a thread keeps for its columns across rows (w)
+//   Stats                            a row's coefficients, built by finish_round
+//   staged_row(p, i, row), out_row(p, row)      staged tensor i's row; the output row (y, dx)
+//   add_sums(round, sums, in, held, stats)      one pack's part of round `round`'s sums
+//   finish_round(round, total, stats, p)        the row's (cluster-wide) sums -> stats
+//   pack_out(in, held, stats, acc)              the output pack; acc[g * V + e] += gradient
+//                                               g of its element e
+//   col_grad(p, g)                              where column gradient g goes
+//
+// Layout: one 512-thread block per SM (a persistent grid). A team of kTeam threads (a warp up
+// to the whole block) owns one row at a time, so a block works on 16 to 1 rows at once; past
+// 16384 bf16 a cluster of 2, 4 or 8 blocks owns one row, block `rank` a contiguous slice of
+// it. Thread `lane` of a team stages packs lane, lane + kTeam, ... (kPacks of them; coalesced)
+// of every staged tensor with async copies, kStages rows deep. A row's sums are a team
+// reduction and, in a cluster, a sum over its blocks through distributed shared memory
+// (cluster.h). At the end of a backward the teams fold their column gradients together and
+// each block (or cluster) writes one fp32 partial row per gradient to the workspace;
+// finalize_partial_rows (partials.h) adds them, deterministic. One block per SM keeps those
+// partial rows few: 132 N-wide rows on an H100, against 264-528 with smaller blocks, which
+// measured 3-5 points of the copy ceiling lower.
+//
+// Shared memory per block: kStages x kStaged tensors x kPacks x 512 threads x 16 bytes, kStages
+// as many as fit 200 KB (at most 4): 3 stages of two tensors (192 KB), 2 of three.
+// A row needs a whole number of 16-byte packs and 16-byte aligned rows (the vector path);
+// launchers send other rows to their register kernels.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "harness/registry.h"
+#include "kernels/common/async_copy.h"
+#include "kernels/common/cluster.h"
+#include "kernels/common/compat.h"
+#include "kernels/common/launch.h"
+#include "kernels/common/partials.h"
+#include "kernels/common/reduce.h"
+#include "kernels/common/row_layout.h"
+#include "kernels/common/vec.h"
+
+namespace kbench::staged_rows {
+
+// Rows in flight per team: this one and the next kStages - 1, as many as fit kSharedBudget, at
+// most KBENCH_MAX_STAGES (a knob for scripts/ab-flags.sh; 2 measured 1-4 points slower).
+#ifndef KBENCH_MAX_STAGES
+#define KBENCH_MAX_STAGES 4
+#endif
+// Packs a block of a cluster takes at most (a knob for scripts/ab-flags.sh): 2048, kPacks per
+// thread; 1024 spreads a row over twice the blocks, 2 packs each.
+#ifndef KBENCH_CLUSTER_SLICE
+#define KBENCH_CLUSTER_SLICE 2048
+#endif
+constexpr int kBlock = 512;                   // threads per block, one block per SM
+constexpr int kPacks = 4;                     // 16-byte packs per thread per staged tensor
+constexpr int kMaxStages = KBENCH_MAX_STAGES;
+constexpr size_t kSharedBudget = 200 * 1024;  // of sm_90's 227 KB per SM
+
+template <class Op>
+__host__ __device__ constexpr size_t stage_bytes() {
+  return size_t{Op::kStaged} * kPacks * kBlock * sizeof(int4);
+}
+
+template <class Op>
+__host__ __device__ constexpr int stages_of() {
+  int stages = kMaxStages;
+  while (stages > 2 && stages * stage_bytes<Op>() > kSharedBudget) --stages;
+  return stages;
+}
+
+template <class Op, int kTeam, int kCluster, int kStages>
+__global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Params p, float* partials) {
+  using T = typename Op::Type;
+  constexpr int V = Vec16<T>::kSize;
+  constexpr int S = Op::kStaged;
+  constexpr int kTeams = kBlock / kTeam;
+  static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
+  static_assert(kCluster == 1 || kTeams == 1, "a cluster shares one row");
+  extern __shared__ int4 stages[];  // [kStages][S][kPacks][kBlock]
+  __shared__ float2 scratch[2][kBlock / kWarpSize];
+  __shared__ ClusterSums<kCluster> cluster_sums;
+
+  const int team = static_cast<int>(threadIdx.x) / kTeam;
+  const int lane = static_cast<int>(threadIdx.x) % kTeam;
+  const int rank = cluster_rank<kCluster>();
+  const int64_t cluster = blockIdx.x / kCluster;
+  const int64_t clusters = gridDim.x / kCluster;
+  const int packs = static_cast<int>(p.cols / V);
+  const int slice = static_cast<int>(ceil_div(packs, kCluster));
+  const int slice_end = min(packs, (rank + 1) * slice);
+  const auto pack_of = [&](int k) { return rank * slice + k * kTeam + lane; };
+  const auto slot = [&](int stage, int i, int k) {
+    return stages + ((stage * S + i) * kPacks + k) * kBlock + threadIdx.x;
+  };
+  bool valid[kPacks];
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) valid[k] = pack_of(k) < slice_end;
+
+  // One batch of async copies per row: this thread's packs of every staged tensor. A row past
+  // the end makes an empty batch, so every step waits for the same batch count.
+  const auto stage_row = [&](int64_t row, int stage) {
+    if (row < p.rows) {
+#pragma unroll
+      for (int i = 0; i < S; ++i) {
+        const T* src = Op::staged_row(p, i, row);
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+          if (valid[k]) async_copy16(slot(stage, i, k), src + static_cast<int64_t>(pack_of(k)) * V);
+        }
+      }
+    }
+    async_commit();
+  };
+  const auto staged_pack = [&](int stage, int k, Vec16<T> (&in)[S]) {
+#pragma unroll
+    for (int i = 0; i < S; ++i) *reinterpret_cast<int4*>(&in[i]) = *slot(stage, i, k);
+  };
+
+  typename Op::Held held[kPacks];
+  constexpr int kAccRows = Op::kColGrads > 0 ? Op::kColGrads : 1;  // forwards accumulate nothing
+  float acc[kPacks][kAccRows * V];  // column gradient g of pack k's element e at [k][g * V + e]
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    if (valid[k]) held[k] = Op::hold(p, static_cast<int64_t>(pack_of(k)) * V);
+#pragma unroll
+    for (int e = 0; e < kAccRows * V; ++e) acc[k][e] = 0.f;
+  }
+
+  uint32_t sum_calls = 0;
+  // The row's sum over the team, then over the cluster; every thread of the block calls it.
+  const auto row_sum = [&](float2 v) {
+    v = team_reduce_sum<kTeam>(v, scratch[sum_calls & 1]);
+    if constexpr (kCluster > 1) v = cluster_reduce_sum<kCluster>(v, cluster_sums, rank, sum_calls);
+    ++sum_calls;
+    return v;
+  };
+
+  if constexpr (kCluster > 1) {
+    cluster_sums_init(cluster_sums);
+    cluster_sync();  // every peer has started and set up its mbarriers before any sends to it
+  }
+  // Team t of cluster c takes rows (c * kTeams + t) + j * row_stride. A ring of kStages row
+  // buffers: a team's row j lives in stage j % kStages, and its rows j + 1 .. j + kStages - 1
+  // are on the way while j computes.
+  const int64_t row_stride = clusters * kTeams;
+  const int64_t first_row = cluster * kTeams + team;
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) stage_row(first_row + j * row_stride, j);
+  int stage = 0;
+  // Block- and cluster-uniform loop: a team past the last row still joins the row sums.
+  for (int64_t step = cluster * kTeams; step < p.rows; step += row_stride) {
+    const int64_t row = step + team;
+    const bool has_row = row < p.rows;
+    const int ahead = stage == 0 ? kStages - 1 : stage - 1;  // (stage + kStages - 1) % kStages
+    stage_row(row + (kStages - 1) * row_stride, ahead);
+    async_wait<kStages - 1>();  // this thread's copies of `row` have landed
+
+    typename Op::Stats stats;
+#pragma unroll
+    for (int round = 0; round < Op::kRounds; ++round) {
+      float2 sums = make_float2(0.f, 0.f);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        if (!valid[k] || !has_row) continue;
+        Vec16<T> in[S];
+        staged_pack(stage, k, in);
+        Op::add_sums(round, sums, in, held[k], stats);
+      }
+      Op::finish_round(round, row_sum(sums), stats, p);
+    }
+
+    if (has_row) {
+      T* out = Op::out_row(p, row);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        if (!valid[k]) continue;
+        Vec16<T> in[S];
+        staged_pack(stage, k, in);
+        store_vec(out + static_cast<int64_t>(pack_of(k)) * V,
+                  Op::pack_out(in, held[k], stats, acc[k]));
+      }
+    }
+    stage = stage + 1 == kStages ? 0 : stage + 1;
+  }
+
+  // No block leaves while a peer may still send to it (each waits for all values it is sent,
+  // but the last sends should not race the exit either).
+  if constexpr (kCluster > 1) cluster_sync();
+  if constexpr (Op::kColGrads > 0) {
+    // The teams' accumulators into team 0's, through the stage buffers (no copy is in flight
+    // any more: the batches left are empty), then this block's partial rows: column gradient
+    // g's at row g * clusters + cluster.
+    if constexpr (kTeams > 1) {
+      static_assert(kBlock / 2 * kPacks * kAccRows * V * sizeof(float) <=
+                    kStages * stage_bytes<Op>());
+      fold_teams<kBlock, kTeam, kPacks, kAccRows * V>(acc, reinterpret_cast<float*>(stages));
+    }
+    if (team == 0) {
+#pragma unroll
+      for (int g = 0; g < Op::kColGrads; ++g) {
+        float* partial = partials + (g * clusters + cluster) * p.cols;
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+          if (valid[k]) {
+            store_partial<true, V>(partial, static_cast<int64_t>(pack_of(k)) * V, p.cols, &acc[k][g * V]);
+          }
+        }
+      }
+    }
+  }
+  (void)partials;  // forwards have none
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side
+// ---------------------------------------------------------------------------------------------
+
+template <int kTeam_, int kCluster_>
+struct StagedConfig {
+  static constexpr int kTeam = kTeam_;        // threads per row (kBlock / kTeam rows per block)
+  static constexpr int kCluster = kCluster_;  // blocks per row
+};
+
+// One 512-thread block per SM, kPacks packs per thread: teams of 32 to 512 threads per row
+// (16 to 1 rows per block at a time; rows up to 16384 bf16), then clusters of 2, 4 or 8 blocks
+// per row. Calls f(StagedConfig<...>{}) and returns true, or returns false for rows wider than
+// 8 blocks hold (131072 bf16, 65536 fp32) or, without clusters, than one block holds. One block
+// per SM, not several smaller ones: a backward writes one N-wide fp32 partial row per block,
+// and 264 or 528 of them cost 3-5 points of the copy ceiling against 132 (H100, NOTES.md);
+// several rows per block keep as many rows in flight as several blocks would.
+template <class F>
+bool with_staged_config(int64_t packs, bool clusters, F&& f) {
+  constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;  // 64 on AMD
+  if (packs <= 32 * kPacks) return f(StagedConfig<kWarpTeam, 1>{}), true;
+  if (packs <= 64 * kPacks) return f(StagedConfig<64, 1>{}), true;
+  if (packs <= 128 * kPacks) return f(StagedConfig<128, 1>{}), true;
+  if (packs <= 256 * kPacks) return f(StagedConfig<256, 1>{}), true;
+  if (packs <= 512 * kPacks) return f(StagedConfig<512, 1>{}), true;
+  if (!clusters) return false;
+  constexpr int64_t kSlice = KBENCH_CLUSTER_SLICE;
+  static_assert(kSlice <= 512 * kPacks);
+  if (packs <= 2 * kSlice) return f(StagedConfig<512, 2>{}), true;
+  if (packs <= 4 * kSlice) return f(StagedConfig<512, 4>{}), true;
+  if (packs <= 8 * kSlice) return f(StagedConfig<512, 8>{}), true;
+  return false;
+}
+constexpr int kMaxBlocksPerSm = 1;
+
+// The staged kernels' partial rows: at most one per block per column gradient.
+inline size_t workspace_bytes(const Shape& s, int col_grads, int sm_count) {
+  return static_cast<size_t>(col_grads) *
+         static_cast<size_t>(max_persistent_blocks(s.m, sm_count, kMaxBlocksPerSm)) *
+         static_cast<size_t>(s.n) * sizeof(float);
+}
+
+// What the device allows, read once per device: clusters (sm_90+) and the shared memory one
+// block may opt into.
+struct DeviceLimits {
+  bool clusters = false;
+  size_t shared_bytes = 0;
+};
+inline DeviceLimits device_limits() {
+  static std::atomic<int64_t> cache[64];  // shared bytes * 2 + clusters, + 1 (never 0)
+  const int64_t packed = once_per_device(cache, [](int device) {
+    int major = 0, shared = 0;
+    KB_GPU_CHECK(gpuDeviceGetAttribute(&major, gpuDevAttrComputeCapabilityMajor, device));
+    KB_GPU_CHECK(gpuDeviceGetAttribute(&shared, gpuDevAttrMaxSharedMemoryPerBlockOptin, device));
+    return (int64_t{shared} << 1 | (KBENCH_HAS_CLUSTERS && major >= 9 ? 1 : 0)) + 1;
+  });
+  return DeviceLimits{((packed - 1) & 1) != 0, static_cast<size_t>((packed - 1) >> 1)};
+}
+
+// Launches Op's staged kernel and the finalize of its column gradients (if any) and returns
+// true, or returns false (launching nothing) when these rows are not for the staged kernels:
+// not 16-byte aligned (`aligned`, the caller's check of its tensors), or too wide for this
+// device. The caller then runs its register kernels.
+template <class Op>
+bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs& a) {
+  using T = typename Op::Type;
+  const int64_t packs = p.cols / Vec16<T>::kSize;
+  if (!aligned) return false;
+  if constexpr (Op::kColGrads > 0) {
+    if (reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0) return false;
+    require_workspace(a, workspace_bytes(a.shape, Op::kColGrads, a.sm_count), "staged rows");
+  }
+  const DeviceLimits limits = device_limits();
+  const gpuStream_t stream = stream_of(a);
+  float* partials = static_cast<float*>(a.workspace);
+  int64_t clusters = 0;
+  const bool launched = with_staged_config(packs, limits.clusters, [&](auto config) {
+    using C = decltype(config);
+    constexpr int kStages = stages_of<Op>();
+    constexpr size_t kShared = kStages * stage_bytes<Op>();
+    if (kShared > limits.shared_bytes) return;
+    auto* kernel = staged_rows_kernel<Op, C::kTeam, C::kCluster, kStages>;
+    static std::atomic<uint64_t> opted_in{0};  // one per configuration (and Op)
+    allow_shared_bytes(reinterpret_cast<const void*>(kernel), kShared, opted_in);
+    const int64_t per_sm = std::max(a.sm_count, 1);
+    if constexpr (C::kCluster == 1) {
+      clusters = std::min(p.rows, per_sm);
+      kernel<<<static_cast<int>(clusters), kBlock, kShared, stream>>>(p, partials);
+      KB_GPU_CHECK_LAUNCH();
+    } else {
+      static std::atomic<int64_t> resident_cache[64];  // clusters that fit at once
+      const int64_t resident = once_per_device(resident_cache, [&](int) {
+        return std::max(1, max_active_clusters(kernel, kBlock, kShared, C::kCluster));
+      });
+      clusters = std::min<int64_t>({p.rows, resident, per_sm / C::kCluster});
+      launch_in_clusters(kernel, static_cast<int>(clusters * C::kCluster), kBlock, kShared,
+                         stream, C::kCluster, p, partials);
+    }
+  });
+  if (!launched || clusters == 0) return false;
+  if constexpr (Op::kColGrads > 0) {
+    launch_finalize_partial_rows<Op::kColGrads>(stream, partials, clusters, p.cols,
+                                                Op::col_grad(p, 0), Op::col_grad(p, Op::kColGrads - 1));
+  }
+  return true;
+}
+
+// Forwards: rows of `packs` packs go to the staged kernels when one block holds them (16384
+// bf16) or when they are past register capacity (65536 fp32); in between (32768 and 65536
+// bf16) the register-row kernels (row_layout.h) were faster than a cluster per row (H100,
+// rmsnorm: 88.6 / 85.6% of the copy ceiling against 82.1 / 80.8%, kernels/rmsnorm/NOTES.md).
+inline bool forward_rows_for_staged(int64_t packs) {
+  return packs <= int64_t{kBlock} * kPacks || packs > kMaxRegisterRowPacks;
+}
+
+}  // namespace kbench::staged_rows
