@@ -1,6 +1,6 @@
 // Measures a device's copy-bandwidth ceiling, counting bytes read + bytes written: the best,
-// over buffer sizes from 64 MiB to 1 GiB, of the runtime's device-to-device copy and four
-// 16-byte copy kernels, each the median of several runs with the L2 flushed before each
+// over buffer sizes from 64 MiB to 1 GiB, of the runtime's device-to-device copy and five
+// 16-byte copy kernels (the last through shared memory, as the staged-row kernels move data), each the median of several runs with the L2 flushed before each
 // (as kbench times kernels). The best of many honest copies, so no kernel can beat it by
 // picking a friendlier size or method.
 #pragma once

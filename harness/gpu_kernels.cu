@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "harness/registry.h"
+#include "kernels/common/staged_rows.cuh"
 #include "kernels/common/vec.h"
 
 namespace kbench {
@@ -74,6 +76,36 @@ __global__ void fill_kernel(T* dst, size_t count, T value) {
     dst[i] = value;
 }
 
+// The staged-row skeleton (kernels/common/staged_rows.cuh) with no arithmetic: rows of 8192
+// 16-bit elements go to shared memory by async copies, several rows deep, and straight back
+// out. The ceiling must not sit below what kbench's own staged kernels move.
+struct StagedCopy {
+  using Type = bf16_t;
+  struct Params {
+    const bf16_t* src;
+    bf16_t* dst;
+    int64_t rows;
+    int64_t cols;
+    float eps;
+  };
+  struct Held {};
+  struct Stats {};
+  static constexpr int kStaged = 1;
+  static constexpr int kRounds = 0;
+  static constexpr int kColGrads = 0;
+  __device__ static const bf16_t* staged_row(const Params& p, int, int64_t row) { return p.src + row * p.cols; }
+  __device__ static bf16_t* out_row(const Params& p, int64_t row) { return p.dst + row * p.cols; }
+  __device__ static Held hold(const Params&, int64_t) { return {}; }
+  __device__ static void add_sums(int, float2&, const Vec16<bf16_t> (&)[1], const Held&, const Stats&) {}
+  __device__ static void finish_round(int, float2, Stats&, const Params&) {}
+  template <class Acc>
+  __device__ static Vec16<bf16_t> pack_out(const Vec16<bf16_t> (&in)[1], const Held&, const Stats&, Acc&) {
+    return in[0];
+  }
+  static bf16_t* col_grad(const Params&, int) { return nullptr; }
+};
+constexpr int64_t kStagedCopyCols = 8192;
+
 int grid_for(size_t items, int sm_count, int blocks_per_sm) {
   const size_t needed = (items + kThreads - 1) / kThreads;
   return static_cast<int>(std::max<size_t>(1, std::min<size_t>(needed,
@@ -123,6 +155,23 @@ void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpu
   else
     copy_tiled_kernel<4><<<grid(4), kThreads, 0, stream>>>(d, s, count);
   KB_GPU_CHECK_LAUNCH();
+}
+
+bool launch_copy_staged(void* dst, const void* src, size_t bytes, int sm_count,
+                        gpuStream_t stream) {
+  constexpr size_t kRowBytes = kStagedCopyCols * sizeof(bf16_t);
+  if (bytes % kRowBytes != 0 || reinterpret_cast<uintptr_t>(dst) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(src) % 16 != 0) {
+    return false;
+  }
+  const StagedCopy::Params p{static_cast<const bf16_t*>(src), static_cast<bf16_t*>(dst),
+                             static_cast<int64_t>(bytes / kRowBytes), kStagedCopyCols, 0.f};
+  LaunchArgs a;
+  a.shape = Shape{p.rows, p.cols};
+  a.dtype = DType::bf16;
+  a.sm_count = sm_count;
+  a.stream = stream;
+  return staged_rows::launch_staged<StagedCopy>(p, true, a);
 }
 
 void launch_fill(void* dst, size_t count, int element_bytes, uint32_t pattern,
