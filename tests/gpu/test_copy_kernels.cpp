@@ -1,0 +1,81 @@
+// The copy kernels `kbench calibrate` times must copy every byte: the copy ceiling is the best
+// of them, so one that skipped part of its buffer would raise every row's ceiling and lower
+// every % of it. Fresh buffers, a byte pattern with no period the kernels' strides share, and
+// the destination poisoned first.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/buffer.h"
+#include "harness/device.h"
+#include "harness/gpu_kernels.h"
+#include "kernels/common/compat.h"
+
+namespace kbench {
+namespace {
+
+std::vector<unsigned char> pattern(size_t bytes) {
+  std::vector<unsigned char> v(bytes);
+  for (size_t i = 0; i < bytes; ++i) v[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+  return v;
+}
+
+// Copies `bytes` with `copy` into a poisoned buffer and returns the first differing offset, or
+// -1 when the copy is exact (and the bytes past `bytes` are untouched).
+int64_t first_wrong_byte(size_t bytes, const std::function<void(void*, const void*)>& copy) {
+  const size_t slack = 4096;
+  const std::vector<unsigned char> src_host = pattern(bytes);
+  DeviceBuffer src(bytes), dst(bytes + slack);
+  src.upload(src_host.data(), bytes);
+  KB_GPU_CHECK(gpuMemset(dst.get(), 0xa5, bytes + slack));
+  copy(dst.get(), src.get());
+  KB_GPU_CHECK(gpuDeviceSynchronize());
+  std::vector<unsigned char> out(bytes + slack);
+  dst.download(out.data(), bytes + slack);
+  for (size_t i = 0; i < bytes; ++i) {
+    if (out[i] != src_host[i]) return static_cast<int64_t>(i);
+  }
+  for (size_t i = bytes; i < bytes + slack; ++i) {
+    if (out[i] != 0xa5) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+TEST(CalibrationCopies, EveryMethodCopiesEveryByte) {
+  const int sm_count = query_device(0).sm_count;
+  KB_GPU_CHECK(gpuSetDevice(0));
+  // 200 rows of the staged copy's 16 KB, more than one per block; and a size that is not a
+  // multiple of any kernel's tile (16 bytes is the unit they all require).
+  for (size_t bytes : {size_t{200} * 16384, size_t{3} * 1000 * 1000 + 16}) {
+    SCOPED_TRACE("bytes " + std::to_string(bytes));
+    EXPECT_EQ(first_wrong_byte(bytes, [&](void* d, const void* s) {
+                launch_copy(d, s, bytes, sm_count, nullptr);
+              }), -1) << "grid-stride copy";
+    for (int unroll : {4, 8, -1}) {
+      EXPECT_EQ(first_wrong_byte(bytes, [&](void* d, const void* s) {
+                  launch_copy_tiled(d, s, bytes, unroll, nullptr);
+                }), -1) << "tiled copy, unroll " << unroll;
+    }
+  }
+}
+
+TEST(CalibrationCopies, StagedCopyCopiesWholeRowsOrNothing) {
+  const int sm_count = query_device(0).sm_count;
+  KB_GPU_CHECK(gpuSetDevice(0));
+  const size_t rows_bytes = size_t{200} * 16384;
+  bool launched = false;
+  EXPECT_EQ(first_wrong_byte(rows_bytes, [&](void* d, const void* s) {
+              launched = launch_copy_staged(d, s, rows_bytes, sm_count, nullptr);
+              if (!launched) launch_copy(d, s, rows_bytes, sm_count, nullptr);  // e.g. HIP
+            }), -1);
+  // Not a whole number of 16 KB rows: it declines and writes nothing.
+  const size_t odd = rows_bytes + 16;
+  DeviceBuffer src(odd), dst(odd);
+  EXPECT_FALSE(launch_copy_staged(dst.get(), src.get(), odd, sm_count, nullptr));
+}
+
+}  // namespace
+}  // namespace kbench
