@@ -48,36 +48,10 @@
 #include "kernels/common/partials.h"
 #include "kernels/common/reduce.h"
 #include "kernels/common/row_layout.h"
+#include "kernels/common/staged_config.h"
 #include "kernels/common/vec.h"
 
 namespace kbench::staged_rows {
-
-// Rows in flight per team: this one and the next kStages - 1, as many as fit kSharedBudget, at
-// most KBENCH_MAX_STAGES (a knob for scripts/ab-flags.sh; 2 measured 1-4 points slower).
-#ifndef KBENCH_MAX_STAGES
-#define KBENCH_MAX_STAGES 4
-#endif
-// Packs a block of a cluster takes at most (a knob for scripts/ab-flags.sh): 2048, kPacks per
-// thread; 1024 spreads a row over twice the blocks, 2 packs each.
-#ifndef KBENCH_CLUSTER_SLICE
-#define KBENCH_CLUSTER_SLICE 2048
-#endif
-constexpr int kBlock = 512;                   // threads per block, one block per SM
-constexpr int kPacks = 4;                     // 16-byte packs per thread per staged tensor
-constexpr int kMaxStages = KBENCH_MAX_STAGES;
-constexpr size_t kSharedBudget = 200 * 1024;  // of sm_90's 227 KB per SM
-
-template <class Op>
-__host__ __device__ constexpr size_t stage_bytes() {
-  return size_t{Op::kStaged} * kPacks * kBlock * sizeof(int4);
-}
-
-template <class Op>
-__host__ __device__ constexpr int stages_of() {
-  int stages = kMaxStages;
-  while (stages > 2 && stages * stage_bytes<Op>() > kSharedBudget) --stages;
-  return stages;
-}
 
 template <class Op, int kTeam, int kCluster, int kStages>
 __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Params p, float* partials) {
@@ -203,7 +177,7 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
     // g's at row g * clusters + cluster.
     if constexpr (kTeams > 1) {
       static_assert(kBlock / 2 * kPacks * kAccRows * V * sizeof(float) <=
-                    kStages * stage_bytes<Op>());
+                    size_t{kStages} * S * kPacks * kBlock * sizeof(int4));
       fold_teams<kBlock, kTeam, kPacks, kAccRows * V>(acc, reinterpret_cast<float*>(stages));
     }
     if (team == 0) {
@@ -225,37 +199,6 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
 // ---------------------------------------------------------------------------------------------
 // Host side
 // ---------------------------------------------------------------------------------------------
-
-template <int kTeam_, int kCluster_>
-struct StagedConfig {
-  static constexpr int kTeam = kTeam_;        // threads per row (kBlock / kTeam rows per block)
-  static constexpr int kCluster = kCluster_;  // blocks per row
-};
-
-// One 512-thread block per SM, kPacks packs per thread: teams of 32 to 512 threads per row
-// (16 to 1 rows per block at a time; rows up to 16384 bf16), then clusters of 2, 4 or 8 blocks
-// per row. Calls f(StagedConfig<...>{}) and returns true, or returns false for rows wider than
-// 8 blocks hold (131072 bf16, 65536 fp32) or, without clusters, than one block holds. One block
-// per SM, not several smaller ones: a backward writes one N-wide fp32 partial row per block,
-// and 264 or 528 of them cost 3-5 points of the copy ceiling against 132 (H100, NOTES.md);
-// several rows per block keep as many rows in flight as several blocks would.
-template <class F>
-bool with_staged_config(int64_t packs, bool clusters, F&& f) {
-  constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;  // 64 on AMD
-  if (packs <= 32 * kPacks) return f(StagedConfig<kWarpTeam, 1>{}), true;
-  if (packs <= 64 * kPacks) return f(StagedConfig<64, 1>{}), true;
-  if (packs <= 128 * kPacks) return f(StagedConfig<128, 1>{}), true;
-  if (packs <= 256 * kPacks) return f(StagedConfig<256, 1>{}), true;
-  if (packs <= 512 * kPacks) return f(StagedConfig<512, 1>{}), true;
-  if (!clusters) return false;
-  constexpr int64_t kSlice = KBENCH_CLUSTER_SLICE;
-  static_assert(kSlice <= 512 * kPacks);
-  if (packs <= 2 * kSlice) return f(StagedConfig<512, 2>{}), true;
-  if (packs <= 4 * kSlice) return f(StagedConfig<512, 4>{}), true;
-  if (packs <= 8 * kSlice) return f(StagedConfig<512, 8>{}), true;
-  return false;
-}
-constexpr int kMaxBlocksPerSm = 1;
 
 // The staged kernels' partial rows: at most one per block per column gradient.
 inline size_t workspace_bytes(const Shape& s, int col_grads, int sm_count) {
@@ -298,10 +241,10 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const gpuStream_t stream = stream_of(a);
   float* partials = static_cast<float*>(a.workspace);
   int64_t clusters = 0;
-  const bool launched = with_staged_config(packs, limits.clusters, [&](auto config) {
+  const bool launched = with_staged_config<kWarpSize>(packs, limits.clusters, [&](auto config) {
     using C = decltype(config);
-    constexpr int kStages = stages_of<Op>();
-    constexpr size_t kShared = kStages * stage_bytes<Op>();
+    constexpr int kStages = stages_of(Op::kStaged);
+    constexpr size_t kShared = kStages * stage_bytes(Op::kStaged);
     if (kShared > limits.shared_bytes) return;
     auto* kernel = staged_rows_kernel<Op, C::kTeam, C::kCluster, kStages>;
     static std::atomic<uint64_t> opted_in{0};  // one per configuration (and Op)
