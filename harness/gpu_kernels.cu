@@ -90,21 +90,22 @@ struct StagedCopy {
   };
   struct Held {};
   struct Stats {};
+  using Sums = float2;
   static constexpr int kStaged = 1;
+  static constexpr int kPacks = staged_rows::kForwardPacks;  // as the forwards stage x
   static constexpr int kRounds = 0;
   static constexpr int kColGrads = 0;
   __device__ static const bf16_t* staged_row(const Params& p, int, int64_t row) { return p.src + row * p.cols; }
-  __device__ static bf16_t* out_row(const Params& p, int64_t row) { return p.dst + row * p.cols; }
   __device__ static Held hold(const Params&, int64_t) { return {}; }
   __device__ static void add_sums(int, float2&, const Vec16<bf16_t> (&)[1], const Held&, const Stats&) {}
   __device__ static void finish_round(int, float2, Stats&, const Params&) {}
   template <class Acc>
-  __device__ static Vec16<bf16_t> pack_out(const Vec16<bf16_t> (&in)[1], const Held&, const Stats&, Acc&) {
-    return in[0];
+  __device__ static void store_out(const Params& p, int64_t row, int64_t col,
+                                   const Vec16<bf16_t> (&in)[1], const Held&, const Stats&, Acc&) {
+    store_vec(p.dst + row * p.cols + col, in[0]);
   }
   static bf16_t* col_grad(const Params&, int) { return nullptr; }
 };
-constexpr int64_t kStagedCopyCols = 8192;
 
 int grid_for(size_t items, int sm_count, int blocks_per_sm) {
   const size_t needed = (items + kThreads - 1) / kThreads;
@@ -157,15 +158,16 @@ void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpu
   KB_GPU_CHECK_LAUNCH();
 }
 
-bool launch_copy_staged(void* dst, const void* src, size_t bytes, int sm_count,
+bool launch_copy_staged(void* dst, const void* src, size_t bytes, size_t row_bytes, int sm_count,
                         gpuStream_t stream) {
-  constexpr size_t kRowBytes = kStagedCopyCols * sizeof(bf16_t);
-  if (bytes % kRowBytes != 0 || reinterpret_cast<uintptr_t>(dst) % 16 != 0 ||
-      reinterpret_cast<uintptr_t>(src) % 16 != 0) {
+  constexpr size_t kBlockBytes = size_t{staged_rows::kBlock} * StagedCopy::kPacks * 16;
+  if (row_bytes == 0 || row_bytes % 16 != 0 || row_bytes > kBlockBytes || bytes % row_bytes != 0 ||
+      reinterpret_cast<uintptr_t>(dst) % 16 != 0 || reinterpret_cast<uintptr_t>(src) % 16 != 0) {
     return false;
   }
+  const int64_t cols = static_cast<int64_t>(row_bytes / sizeof(bf16_t));
   const StagedCopy::Params p{static_cast<const bf16_t*>(src), static_cast<bf16_t*>(dst),
-                             static_cast<int64_t>(bytes / kRowBytes), kStagedCopyCols, 0.f};
+                             static_cast<int64_t>(bytes / row_bytes), cols, 0.f};
   LaunchArgs a;
   a.shape = Shape{p.rows, p.cols};
   a.dtype = DType::bf16;

@@ -23,10 +23,12 @@ void launch_spin(int64_t cycles, gpuStream_t stream);
 void launch_copy(void* dst, const void* src, size_t bytes, int sm_count, gpuStream_t stream);
 void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpuStream_t stream);
 // The same copy through shared memory with the staged-row kernels' pipeline (async copies,
-// several 16 KB rows in flight per team; kernels/common/staged_rows.cuh). Returns false,
-// copying nothing, where it does not apply: bytes not a multiple of 16 KB, unaligned
-// pointers, or a GPU without the shared memory it needs (HIP).
-bool launch_copy_staged(void* dst, const void* src, size_t bytes, int sm_count,
+// several rows of `row_bytes` in flight per team; kernels/common/staged_rows.cuh): rows of
+// 4 KB run 16 to a block, 32 KB one or two, as the forwards' rows do. Returns false, copying
+// nothing, where it does not apply: bytes not a multiple of row_bytes, row_bytes not a
+// multiple of 16 or wider than a block holds, unaligned pointers, or a GPU without the shared
+// memory it needs (HIP).
+bool launch_copy_staged(void* dst, const void* src, size_t bytes, size_t row_bytes, int sm_count,
                         gpuStream_t stream);
 
 // Fills `count` elements of `element_bytes` (2 or 4) with `pattern` (its low bytes).

@@ -4,7 +4,9 @@
 # appending the tables to $OUT/variants.txt under a NAME header. Same ceilings file as
 # gpu-check.sh (run that first, in the same call, so every variant shares its calibration).
 #   bash scripts/ab-flags.sh NAME "FLAGS" "OP[,OP...]" [kbench run args...]
-# e.g. bash scripts/ab-flags.sh packs2 "-DKBENCH_STAGE_PACKS=2" rmsnorm_bwd --dtype bf16
+# e.g. bash scripts/ab-flags.sh packs4 "-DKBENCH_FORWARD_PACKS=4" rmsnorm --dtype bf16
+# AB_STEP=build only builds (several variants can build at once while another runs);
+# AB_STEP=run only runs an earlier build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 name=$1 flags=$2 ops=$3
@@ -14,11 +16,16 @@ mkdir -p "$out"
 export PATH=$PATH:/usr/local/cuda/bin
 export KBENCH_CEILINGS=${KBENCH_CEILINGS:-$out/ceilings.csv}
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-{
-  echo "=== variant $name: $flags ($(date +%T))"
+step=${AB_STEP:-all}
+if [[ $step != run ]]; then
   cmake -S . -B "build-$name" "${gen[@]}" -DKBENCH_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCMAKE_CUDA_FLAGS="$flags" >/dev/null &&
-    cmake --build "build-$name" -j"$(nproc)" --target kbench >/dev/null || { echo "build failed"; exit 1; }
+    cmake --build "build-$name" -j"${AB_JOBS:-$(nproc)}" --target kbench >/dev/null ||
+    { echo "=== variant $name: build failed" | tee -a "$out/variants.txt"; exit 1; }
+fi
+[[ $step == build ]] && exit 0
+{
+  echo "=== variant $name: $flags ($(date +%T))"
   for op in ${ops//,/ }; do
     "./build-$name/kbench" run "$op" "$@" --csv "build-$name/$op.csv" --format table 2>&1
   done

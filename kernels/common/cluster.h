@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/common/compat.h"
+#include "kernels/common/reduce.h"
 
 namespace kbench {
 
@@ -76,26 +77,32 @@ __device__ __forceinline__ uint32_t peer_address(const void* local, int peer) {
 // receiving block; a block waits on its own mbarrier until all kCluster values are in, and no
 // fence touches global memory.
 //
-// Two buffers (value slots and mbarrier) alternate between calls. A buffer is written again
-// two calls later, and a block can only get there after every block's next call's value has
-// reached it, which each block sends after its threads finished reading this call's slots
-// (the block reduction before it has a barrier). Ranks are added in a fixed order: every
+// A block may hold several teams (kTeams), each on its own row: team t of every block of the
+// cluster shares a row, and sums only with team t of the others, on its own slots and
+// mbarriers, so the teams need not call together.
+//
+// Two buffers (value slots and mbarrier) alternate between a team's calls. A buffer is written
+// again two calls later, and a team can only get there after every block's next call's value
+// has reached it, which each block's team sends after its threads finished reading this call's
+// slots (the team reduction before it has a barrier). Ranks are added in a fixed order: every
 // block gets bitwise the same sum.
-template <int kCluster>
+template <int kCluster, class V = float2, int kTeams = 1>
 struct ClusterSums {
-  float2 slots[2][kCluster];
-  alignas(8) uint64_t arrived[2];  // mbarriers: one arrival (this block's) + kCluster values
+  V slots[kTeams][2][kCluster];
+  alignas(8) uint64_t arrived[kTeams][2];  // mbarriers: one arrival (the team's) + kCluster values
 };
 
 // Every thread calls it once before the first sum, then the caller runs cluster_sync() so that
 // no block sends to a peer whose mbarriers are not yet initialized.
-template <int kCluster>
-__device__ __forceinline__ void cluster_sums_init(ClusterSums<kCluster>& sums) {
+template <int kCluster, class V, int kTeams>
+__device__ __forceinline__ void cluster_sums_init(ClusterSums<kCluster, V, kTeams>& sums) {
 #if KBENCH_CLUSTER_DEVICE
   if (threadIdx.x == 0) {
-    for (int b = 0; b < 2; ++b) {
-      const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(&sums.arrived[b]));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+    for (int t = 0; t < kTeams; ++t) {
+      for (int b = 0; b < 2; ++b) {
+        const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(&sums.arrived[t][b]));
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+      }
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -105,27 +112,46 @@ __device__ __forceinline__ void cluster_sums_init(ClusterSums<kCluster>& sums) {
 #endif
 }
 
-// The sum of v over the blocks of the cluster, where v is the same in every thread of a block.
-// Every thread of every block calls it, `call` counting the calls from 0 the same in all.
-template <int kCluster>
-__device__ __forceinline__ float2 cluster_reduce_sum(float2 v, ClusterSums<kCluster>& sums,
-                                                     int rank, uint32_t call) {
+// One value to a peer block's slot, counted on that block's mbarrier.
+__device__ __forceinline__ void send_async(uint32_t slot, float2 v, uint32_t bar) {
+#if KBENCH_CLUSTER_DEVICE
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n"
+               ::"r"(slot), "f"(v.x), "f"(v.y), "r"(bar) : "memory");
+#else
+  (void)slot, (void)v, (void)bar;
+  no_clusters_here();
+#endif
+}
+__device__ __forceinline__ void send_async(uint32_t slot, float4 v, uint32_t bar) {
+#if KBENCH_CLUSTER_DEVICE
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n"
+      ::"r"(slot), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(bar) : "memory");
+#else
+  (void)slot, (void)v, (void)bar;
+  no_clusters_here();
+#endif
+}
+
+// The sum of v over the blocks of the cluster, where v is the same in every thread of a team
+// (lane: the thread's index in its team, team: the team's index in its block). Every thread of
+// the team, in every block of the cluster, calls it, `call` counting the team's calls from 0
+// the same in all.
+template <int kCluster, class V, int kTeams>
+__device__ __forceinline__ V cluster_reduce_sum(V v, ClusterSums<kCluster, V, kTeams>& sums,
+                                                int rank, int team, int lane, uint32_t call) {
 #if KBENCH_CLUSTER_DEVICE
   const int buf = static_cast<int>(call & 1);
   const uint32_t parity = (call >> 1) & 1;  // each buffer's mbarrier completes once per use
-  const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(&sums.arrived[buf]));
-  if (threadIdx.x == 0) {
+  const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(&sums.arrived[team][buf]));
+  if (lane == 0) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
-                 "n"(kCluster * static_cast<int>(sizeof(float2)))
+                 "n"(kCluster * static_cast<int>(sizeof(V)))
                  : "memory");
   }
-  if (threadIdx.x < kCluster) {
-    const int peer = static_cast<int>(threadIdx.x);
-    asm volatile(
-        "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n" ::"r"(
-            peer_address(&sums.slots[buf][rank], peer)),
-        "f"(v.x), "f"(v.y), "r"(peer_address(&sums.arrived[buf], peer))
-        : "memory");
+  if (lane < kCluster) {
+    send_async(peer_address(&sums.slots[team][buf][rank], lane), v,
+               peer_address(&sums.arrived[team][buf], lane));
   }
   uint32_t done = 0;
   while (!done) {
@@ -137,18 +163,12 @@ __device__ __forceinline__ float2 cluster_reduce_sum(float2 v, ClusterSums<kClus
         : "r"(bar), "r"(parity)
         : "memory");
   }
-  float2 total = sums.slots[buf][0];
+  V total = sums.slots[team][buf][0];
 #pragma unroll
-  for (int r = 1; r < kCluster; ++r) {
-    total.x += sums.slots[buf][r].x;
-    total.y += sums.slots[buf][r].y;
-  }
+  for (int r = 1; r < kCluster; ++r) add_to(total, sums.slots[team][buf][r]);
   return total;
 #else
-  (void)v;
-  (void)sums;
-  (void)rank;
-  (void)call;
+  (void)v, (void)sums, (void)rank, (void)team, (void)lane, (void)call;
   no_clusters_here();
   return v;
 #endif

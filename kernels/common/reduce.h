@@ -41,6 +41,18 @@ __device__ __forceinline__ float2 warp_reduce_sum(float2 v) {
   return v;
 }
 
+// Four sums at once (polynorm's sum(x^2), sum(x^4), sum(x^6)), interleaved like float2's.
+__device__ __forceinline__ float4 warp_reduce_sum(float4 v) {
+#pragma unroll
+  for (int mask = kWarpSize / 2; mask > 0; mask /= 2) {
+    v.x += shfl_xor(v.x, mask);
+    v.y += shfl_xor(v.y, mask);
+    v.z += shfl_xor(v.z, mask);
+    v.w += shfl_xor(v.w, mask);
+  }
+  return v;
+}
+
 // Every thread of the block ends with the block's sum. `scratch` holds kMaxWarps floats of
 // shared memory; blockDim.x must be a multiple of kWarpSize. Safe to call repeatedly with
 // the same scratch (it synchronizes before reuse).
@@ -72,6 +84,12 @@ __device__ __forceinline__ void add_to(float2& acc, float2 v) {
   acc.x += v.x;
   acc.y += v.y;
 }
+__device__ __forceinline__ void add_to(float4& acc, float4 v) {
+  acc.x += v.x;
+  acc.y += v.y;
+  acc.z += v.z;
+  acc.w += v.w;
+}
 
 template <int kTeam, class V>
 __device__ __forceinline__ V team_reduce_sum(V v, V* scratch) {
@@ -84,6 +102,47 @@ __device__ __forceinline__ V team_reduce_sum(V v, V* scratch) {
     const int warp = threadIdx.x / kWarpSize;
     if (threadIdx.x % kWarpSize == 0) scratch[warp] = v;
     __syncthreads();
+    const int first = warp / kTeamWarps * kTeamWarps;
+    V total = scratch[first];
+#pragma unroll
+    for (int i = 1; i < kTeamWarps; ++i) add_to(total, scratch[first + i]);
+    return total;
+  }
+}
+
+// A barrier over this thread's team only, so that the other teams of the block run on: named
+// barrier 1 + team on NVIDIA (0 is __syncthreads'), the whole block where there are none (HIP)
+// or the team is the block. kBlock is the block size; at most 15 teams of two or more warps.
+template <int kTeam, int kBlock>
+__device__ __forceinline__ void team_barrier() {
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+  __syncthreads();
+#else
+  if constexpr (kTeam == kBlock) {
+    __syncthreads();
+  } else {
+    static_assert(kBlock / kTeam <= 15, "named barriers 1..15");
+    const int team = static_cast<int>(threadIdx.x) / kTeam;
+    asm volatile("bar.sync %0, %1;\n" ::"r"(team + 1), "n"(kTeam) : "memory");
+  }
+#endif
+}
+
+// team_reduce_sum with the team's own barrier (team_barrier): the teams of a block need not
+// call it together, so one team's sums wait while another team computes. Only the teams'
+// loops must agree on the number of calls (HIP's fallback is a block barrier). Same scratch
+// contract as team_reduce_sum.
+template <int kTeam, int kBlock, class V>
+__device__ __forceinline__ V team_reduce_sum_apart(V v, V* scratch) {
+  static_assert(kTeam % kWarpSize == 0, "a team is a whole number of warps");
+  v = warp_reduce_sum(v);
+  if constexpr (kTeam == kWarpSize) {
+    return v;
+  } else {
+    constexpr int kTeamWarps = kTeam / kWarpSize;
+    const int warp = threadIdx.x / kWarpSize;
+    if (threadIdx.x % kWarpSize == 0) scratch[warp] = v;
+    team_barrier<kTeam, kBlock>();
     const int first = warp / kTeamWarps * kTeamWarps;
     V total = scratch[first];
 #pragma unroll

@@ -12,58 +12,84 @@ namespace kbench::staged_rows {
 #ifndef KBENCH_MAX_STAGES
 #define KBENCH_MAX_STAGES 4
 #endif
-// Packs a block of a cluster takes at most (a knob for scripts/ab-flags.sh): 2048, kPacks per
-// thread; 1024 spreads a row over twice the blocks, 2 packs each.
-#ifndef KBENCH_CLUSTER_SLICE
-#define KBENCH_CLUSTER_SLICE 2048
+// Threads per row in a block of a cluster (a knob for scripts/ab-flags.sh): 256, two rows per
+// block at a time, each over twice the blocks; 512, one row per block. 256 measured 8-13
+// points of the copy ceiling faster at 32768 and 65536 bf16 in every staged op (H100,
+// kernels/rmsnorm/NOTES.md): while one team waits for its row's sums from the other blocks,
+// the other team computes.
+#ifndef KBENCH_CLUSTER_TEAM
+#define KBENCH_CLUSTER_TEAM 256
 #endif
-constexpr int kBlock = 512;                   // threads per block, one block per SM
-constexpr int kPacks = 4;                     // 16-byte packs per thread per staged tensor
+// 1: each team of a block waits at its own barrier for its row sums, the others run on
+// (team_reduce_sum_apart); 0: all teams of a block wait together (__syncthreads).
+#ifndef KBENCH_TEAMS_APART
+#define KBENCH_TEAMS_APART 1
+#endif
+// 16-byte packs per thread per staged tensor in forwards of one staged tensor (x): 8 gives
+// each block 64 KB of x per step and holds a 32768-bf16 row in one block; 4 elsewhere (a
+// backward's fp32 column gradients live in registers, 4 x 8 per gradient; two staged tensors
+// at 8 would leave room for only 1 stage). A knob for scripts/ab-flags.sh.
+#ifndef KBENCH_FORWARD_PACKS
+#define KBENCH_FORWARD_PACKS 8
+#endif
+constexpr int kBlock = 512;  // threads per block, one block per SM
 constexpr int kPackBytes = 16;
+constexpr int kForwardPacks = KBENCH_FORWARD_PACKS;
+constexpr int kPacks = 4;  // everywhere else
 constexpr int kMaxStages = KBENCH_MAX_STAGES;
 constexpr size_t kSharedBudget = 200 * 1024;  // of sm_90's 227 KB per SM
 constexpr int kMaxBlocksPerSm = 1;            // bounds a backward's partial rows
 
-// Shared memory of one stage (one row per team) of `staged` tensors.
-constexpr size_t stage_bytes(int staged) {
-  return static_cast<size_t>(staged) * kPacks * kBlock * kPackBytes;
+// Shared memory of one stage (one row per team) of `staged` tensors, `packs` per thread.
+constexpr size_t stage_bytes(int staged, int packs) {
+  return static_cast<size_t>(staged) * packs * kBlock * kPackBytes;
 }
 
 // As many stages as fit the budget, never fewer than 2 (this row and the next).
-constexpr int stages_of(int staged) {
+constexpr int stages_of(int staged, int packs) {
   int stages = kMaxStages;
-  while (stages > 2 && stages * stage_bytes(staged) > kSharedBudget) --stages;
+  while (stages > 2 && stages * stage_bytes(staged, packs) > kSharedBudget) --stages;
   return stages;
 }
 
-template <int kTeam_, int kCluster_>
+template <int kTeam_, int kCluster_, int kPacks_>
 struct StagedConfig {
   static constexpr int kTeam = kTeam_;        // threads per row (kBlock / kTeam rows per block)
   static constexpr int kCluster = kCluster_;  // blocks per row
+  static constexpr int kPacks = kPacks_;      // packs per thread per staged tensor
 };
 
-// One 512-thread block per SM, kPacks packs per thread: teams of a warp (32 threads, 64 on AMD)
-// to 512 threads per row (16 to 1 rows per block at a time; rows up to 16384 bf16), then
-// clusters of 2, 4 or 8 blocks per row. Calls f(StagedConfig<...>{}) and returns true, or
-// returns false for rows wider than 8 blocks hold (131072 bf16, 65536 fp32) or, without
-// clusters, than one block holds. One block per SM, not several smaller ones: a backward
-// writes one N-wide fp32 partial row per block, and 264 or 528 of them cost 3-5 points of the
-// copy ceiling against 132 (H100, kernels/rmsnorm/NOTES.md); several rows per block keep as
-// many rows in flight as several blocks would.
-template <int kWarpSize, class F>
+// One 512-thread block per SM, kPacks packs per thread (the op's: 4 or 8): teams of a warp (32
+// threads, 64 on AMD) to 512 threads per row (16 to 1 rows per block at a time; rows up to
+// 512 x kPacks packs: 16384 bf16 at 4), then clusters of 2, 4 or 8 blocks per row with
+// KBENCH_CLUSTER_TEAM threads of each block on a row (teams of 256 at 4 packs: rows up to
+// 65536 bf16), then whole blocks in a cluster of 8. Calls f(StagedConfig<...>{}) and returns
+// true, or returns false for rows wider than 8 blocks hold (131072 bf16 at 4 packs) or,
+// without clusters, than one block holds. One block per SM, not several smaller ones: a
+// backward writes one N-wide fp32 partial row per block, and 264 or 528 of them cost 3-5
+// points of the copy ceiling against 132 (H100, kernels/rmsnorm/NOTES.md); several rows per
+// block keep as many rows in flight as several blocks would.
+template <int kWarpSize, int kPacks, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
-  if (packs <= 32 * kPacks) return f(StagedConfig<kWarpTeam, 1>{}), true;
-  if (packs <= 64 * kPacks) return f(StagedConfig<64, 1>{}), true;
-  if (packs <= 128 * kPacks) return f(StagedConfig<128, 1>{}), true;
-  if (packs <= 256 * kPacks) return f(StagedConfig<256, 1>{}), true;
-  if (packs <= 512 * kPacks) return f(StagedConfig<512, 1>{}), true;
+  // Rows a warp holds at half the packs take half: the same rows per block, with stages half
+  // the size and so more of them (H100, rmsnorm at 1024 bf16: 4 packs 98.9% of the copy
+  // ceiling, 8 packs 94.7%).
+  if constexpr (kPacks > 4) {
+    if (packs <= kWarpTeam * (kPacks / 2)) return f(StagedConfig<kWarpTeam, 1, kPacks / 2>{}), true;
+  }
+  if (packs <= 32 * kPacks) return f(StagedConfig<kWarpTeam, 1, kPacks>{}), true;
+  if (packs <= 64 * kPacks) return f(StagedConfig<64, 1, kPacks>{}), true;
+  if (packs <= 128 * kPacks) return f(StagedConfig<128, 1, kPacks>{}), true;
+  if (packs <= 256 * kPacks) return f(StagedConfig<256, 1, kPacks>{}), true;
+  if (packs <= 512 * kPacks) return f(StagedConfig<512, 1, kPacks>{}), true;
   if (!clusters) return false;
-  constexpr int64_t kSlice = KBENCH_CLUSTER_SLICE;
-  static_assert(kSlice <= kBlock * kPacks);
-  if (packs <= 2 * kSlice) return f(StagedConfig<kBlock, 2>{}), true;
-  if (packs <= 4 * kSlice) return f(StagedConfig<kBlock, 4>{}), true;
-  if (packs <= 8 * kSlice) return f(StagedConfig<kBlock, 8>{}), true;
+  constexpr int kTeam = KBENCH_CLUSTER_TEAM;
+  static_assert(kTeam >= kWarpTeam && kTeam <= kBlock && kBlock % kTeam == 0);
+  if (packs <= 2 * kTeam * kPacks) return f(StagedConfig<kTeam, 2, kPacks>{}), true;
+  if (packs <= 4 * kTeam * kPacks) return f(StagedConfig<kTeam, 4, kPacks>{}), true;
+  if (packs <= 8 * kTeam * kPacks) return f(StagedConfig<kTeam, 8, kPacks>{}), true;
+  if (packs <= 8 * kBlock * kPacks) return f(StagedConfig<kBlock, 8, kPacks>{}), true;
   return false;
 }
 

@@ -6,33 +6,40 @@
 // One skeleton serves norm forwards and backwards; an op plugs in its arithmetic as a policy
 // (rmsnorm_bwd_rows.cuh's RmsnormBwdStaged is a complete one):
 //   using Type, Params;              element type; the kernel's parameters (rows, cols, eps..)
+//   using Sums;                      a round's row sums: float2, or float4 (polynorm: three)
 //   kStaged                          row tensors staged per row (x; dy, x, ...), read once each
-//   kRounds                          rounds of row sums (one float2 per round)
+//   kPacks                           16-byte packs per thread per staged tensor: kForwardPacks
+//                                    (8) for a forward of one staged tensor, else kPacks (4)
+//   kRounds                          rounds of row sums (one Sums per round)
 //   kColGrads                        column gradients accumulated over rows (0 in forwards;
 //                                    dw: 1; dw and db: 2)
 //   Held, hold(p, col)               what a thread keeps for its columns across rows (w)
 //   Stats                            a row's coefficients, built by finish_round
-//   staged_row(p, i, row), out_row(p, row)      staged tensor i's row; the output row (y, dx)
+//   staged_row(p, i, row)                       staged tensor i's row
 //   add_sums(round, sums, in, held, stats)      one pack's part of round `round`'s sums
 //   finish_round(round, total, stats, p)        the row's (cluster-wide) sums -> stats
-//   pack_out(in, held, stats, acc)              the output pack; acc[g * V + e] += gradient
-//                                               g of its element e
+//   store_out(p, row, col, in, held, stats, acc)  the output pack(s) at (row, col) (y; y and
+//                                               h; dx); acc[g * V + e] += gradient g of its
+//                                               element e
 //   col_grad(p, g)                              where column gradient g goes
 //
 // Layout: one 512-thread block per SM (a persistent grid). A team of kTeam threads (a warp up
 // to the whole block) owns one row at a time, so a block works on 16 to 1 rows at once; past
-// 16384 bf16 a cluster of 2, 4 or 8 blocks owns one row, block `rank` a contiguous slice of
-// it. Thread `lane` of a team stages packs lane, lane + kTeam, ... (kPacks of them; coalesced)
-// of every staged tensor with async copies, kStages rows deep. A row's sums are a team
-// reduction and, in a cluster, a sum over its blocks through distributed shared memory
-// (cluster.h). At the end of a backward the teams fold their column gradients together and
+// 16384 bf16 a cluster of 2, 4 or 8 blocks owns one row (or a row per team: teams of 256
+// threads, KBENCH_CLUSTER_TEAM), block `rank` a contiguous slice of it. Thread `lane` of a
+// team stages packs lane, lane + kTeam, ... (kPacks of them; coalesced) of every staged tensor
+// with async copies, kStages rows deep. Each thread stages and reads only its own packs, so no
+// barrier guards the staged rows. A row's sums are a team reduction and, in a cluster, a sum
+// over its blocks through distributed shared memory (cluster.h); with KBENCH_TEAMS_APART each
+// team waits only for its own threads, so one team computes while another waits for its sums. At the end of a backward the teams fold their column gradients together and
 // each block (or cluster) writes one fp32 partial row per gradient to the workspace;
 // finalize_partial_rows (partials.h) adds them, deterministic. One block per SM keeps those
 // partial rows few: 132 N-wide rows on an H100, against 264-528 with smaller blocks, which
 // measured 3-5 points of the copy ceiling lower.
 //
 // Shared memory per block: kStages x kStaged tensors x kPacks x 512 threads x 16 bytes, kStages
-// as many as fit 200 KB (at most 4): 3 stages of two tensors (192 KB), 2 of three.
+// as many as fit 200 KB (at most 4): at 4 packs, 4 stages of one tensor, 3 of two (192 KB), 2
+// of three; at 8 packs, 3 of one.
 // A row needs a whole number of 16-byte packs and 16-byte aligned rows (the vector path);
 // launchers send other rows to their register kernels.
 #pragma once
@@ -53,17 +60,20 @@
 
 namespace kbench::staged_rows {
 
-template <class Op, int kTeam, int kCluster, int kStages>
+template <class Op, class Config, int kStages>
 __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Params p, float* partials) {
+  constexpr int kTeam = Config::kTeam;
+  constexpr int kCluster = Config::kCluster;
+  constexpr int kPacks = Config::kPacks;
   using T = typename Op::Type;
   constexpr int V = Vec16<T>::kSize;
   constexpr int S = Op::kStaged;
   constexpr int kTeams = kBlock / kTeam;
+  using Sums = typename Op::Sums;  // float2 or float4
   static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
-  static_assert(kCluster == 1 || kTeams == 1, "a cluster shares one row");
   extern __shared__ int4 stages[];  // [kStages][S][kPacks][kBlock]
-  __shared__ float2 scratch[2][kBlock / kWarpSize];
-  __shared__ ClusterSums<kCluster> cluster_sums;
+  __shared__ Sums scratch[2][kBlock / kWarpSize];
+  __shared__ ClusterSums<kCluster, Sums, kTeams> cluster_sums;
 
   const int team = static_cast<int>(threadIdx.x) / kTeam;
   const int lane = static_cast<int>(threadIdx.x) % kTeam;
@@ -112,10 +122,16 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
   }
 
   uint32_t sum_calls = 0;
-  // The row's sum over the team, then over the cluster; every thread of the block calls it.
-  const auto row_sum = [&](float2 v) {
+  // The row's sum over the team, then over the cluster. Every thread of the team calls it; the
+  // other teams of the block need not (KBENCH_TEAMS_APART: each team waits at its own barrier),
+  // but all call it equally often.
+  const auto row_sum = [&](Sums v) {
+#if KBENCH_TEAMS_APART
+    v = team_reduce_sum_apart<kTeam, kBlock>(v, scratch[sum_calls & 1]);
+#else
     v = team_reduce_sum<kTeam>(v, scratch[sum_calls & 1]);
-    if constexpr (kCluster > 1) v = cluster_reduce_sum<kCluster>(v, cluster_sums, rank, sum_calls);
+#endif
+    if constexpr (kCluster > 1) v = cluster_reduce_sum(v, cluster_sums, rank, team, lane, sum_calls);
     ++sum_calls;
     return v;
   };
@@ -143,7 +159,7 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
     typename Op::Stats stats;
 #pragma unroll
     for (int round = 0; round < Op::kRounds; ++round) {
-      float2 sums = make_float2(0.f, 0.f);
+      Sums sums{};
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         if (!valid[k] || !has_row) continue;
@@ -155,14 +171,12 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
     }
 
     if (has_row) {
-      T* out = Op::out_row(p, row);
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         if (!valid[k]) continue;
         Vec16<T> in[S];
         staged_pack(stage, k, in);
-        store_vec(out + static_cast<int64_t>(pack_of(k)) * V,
-                  Op::pack_out(in, held[k], stats, acc[k]));
+        Op::store_out(p, row, static_cast<int64_t>(pack_of(k)) * V, in, held[k], stats, acc[k]);
       }
     }
     stage = stage + 1 == kStages ? 0 : stage + 1;
@@ -241,17 +255,18 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const gpuStream_t stream = stream_of(a);
   float* partials = static_cast<float*>(a.workspace);
   int64_t clusters = 0;
-  const bool launched = with_staged_config<kWarpSize>(packs, limits.clusters, [&](auto config) {
+  const bool launched = with_staged_config<kWarpSize, Op::kPacks>(packs, limits.clusters, [&](auto config) {
     using C = decltype(config);
-    constexpr int kStages = stages_of(Op::kStaged);
-    constexpr size_t kShared = kStages * stage_bytes(Op::kStaged);
+    constexpr int kStages = stages_of(Op::kStaged, C::kPacks);
+    constexpr size_t kShared = kStages * stage_bytes(Op::kStaged, C::kPacks);
     if (kShared > limits.shared_bytes) return;
-    auto* kernel = staged_rows_kernel<Op, C::kTeam, C::kCluster, kStages>;
+    auto* kernel = staged_rows_kernel<Op, C, kStages>;
     static std::atomic<uint64_t> opted_in{0};  // one per configuration (and Op)
     allow_shared_bytes(reinterpret_cast<const void*>(kernel), kShared, opted_in);
     const int64_t per_sm = std::max(a.sm_count, 1);
+    const int64_t row_groups = ceil_div(p.rows, kBlock / C::kTeam);  // a block's teams take a group
     if constexpr (C::kCluster == 1) {
-      clusters = std::min(p.rows, per_sm);
+      clusters = std::min(row_groups, per_sm);
       kernel<<<static_cast<int>(clusters), kBlock, kShared, stream>>>(p, partials);
       KB_GPU_CHECK_LAUNCH();
     } else {
@@ -259,7 +274,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
       const int64_t resident = once_per_device(resident_cache, [&](int) {
         return std::max(1, max_active_clusters(kernel, kBlock, kShared, C::kCluster));
       });
-      clusters = std::min<int64_t>({p.rows, resident, per_sm / C::kCluster});
+      clusters = std::min<int64_t>({row_groups, resident, per_sm / C::kCluster});
       launch_in_clusters(kernel, static_cast<int>(clusters * C::kCluster), kBlock, kShared,
                          stream, C::kCluster, p, partials);
     }
@@ -272,12 +287,20 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   return true;
 }
 
-// Forwards: rows of `packs` packs go to the staged kernels when one block holds them (16384
-// bf16) or when they are past register capacity (65536 fp32); in between (32768 and 65536
-// bf16) the register-row kernels (row_layout.h) were faster than a cluster per row (H100,
-// rmsnorm: 88.6 / 85.6% of the copy ceiling against 82.1 / 80.8%, kernels/rmsnorm/NOTES.md).
-inline bool forward_rows_for_staged(int64_t packs) {
-  return packs <= int64_t{kBlock} * kPacks || packs > kMaxRegisterRowPacks;
+// Forwards: rows of `packs` packs go to Op's staged kernels, clusters included
+// (KBENCH_FORWARD_CLUSTERS=1, the default), or (0, a knob for scripts/ab-flags.sh) only when
+// one block holds them (16384 bf16 at 4 packs per thread, 32768 at 8) or they are past
+// register capacity (65536 fp32), leaving the rest to the register-row kernels (row_layout.h).
+// Those were faster than clusters of one row per block (H100, rmsnorm at 32768 and 65536
+// bf16: 88.6 / 85.6% of the copy ceiling against 82.1 / 80.8%), not than two rows per block
+// (85.2 against 90.7% at 65536, kernels/rmsnorm/NOTES.md).
+#ifndef KBENCH_FORWARD_CLUSTERS
+#define KBENCH_FORWARD_CLUSTERS 1
+#endif
+template <class Op>
+bool forward_rows_for_staged(int64_t packs) {
+  return KBENCH_FORWARD_CLUSTERS || packs <= int64_t{kBlock} * Op::kPacks ||
+         packs > kMaxRegisterRowPacks;
 }
 
 }  // namespace kbench::staged_rows

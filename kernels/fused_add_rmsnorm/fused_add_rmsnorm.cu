@@ -11,6 +11,11 @@
 //                   kAdd): x and r read once, h = x + r held in registers for the row sum and
 //                   y, w re-read per row from L1; two passes beyond register capacity. On a
 //                   non-persistent grid, as rmsnorm's v4_vec16_rows_grid.
+//   v3_vec16_staged x and r staged in shared memory by async copies, each team's next rows in
+//                   flight while it reduces and writes this one (kernels/common/
+//                   staged_rows.cuh, as rmsnorm's v5): h = x + r summed from shared memory,
+//                   then h and y written. The rows rmsnorm v5 leaves to its register kernels
+//                   (and unaligned rows) take v2's.
 #include <cstdint>
 
 #include "harness/registry.h"
@@ -18,6 +23,7 @@
 #include "kernels/common/dtypes.h"
 #include "kernels/common/launch.h"
 #include "kernels/common/reduce.h"
+#include "kernels/common/staged_rows.cuh"
 #include "kernels/rmsnorm/rmsnorm_rows.cuh"
 
 namespace kbench {
@@ -65,6 +71,61 @@ void launch_v1(const FwdParams<T>& p, gpuStream_t stream) {
   KB_GPU_CHECK_LAUNCH();
 }
 
+// ---------------------------------------------------------------------------------------------
+// v3_vec16_staged: the staged-rows policy (kernels/common/staged_rows.cuh)
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+struct FusedAddRmsnormStaged {
+  using Type = T;
+  using Params = FwdParams<T>;
+  using Held = Vec16<T>;  // w
+  using Sums = float2;
+  static constexpr int kStaged = 2;    // x, r
+  static constexpr int kPacks = staged_rows::kPacks;
+  static constexpr int kRounds = 1;    // sum h^2 (in .x)
+  static constexpr int kColGrads = 0;  // none
+  struct Stats {
+    float rstd;
+  };
+
+  __device__ static const T* staged_row(const Params& p, int i, int64_t row) {
+    return (i == 0 ? p.x : p.r) + row * p.cols;
+  }
+  __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
+  // The sums are of h rounded to T, as written and as y is computed from.
+  __device__ static void add_sums(int, float2& sums, const Vec16<T> (&in)[2], const Held&, const Stats&) {
+    const Vec16<T> hv = rmsnorm_rows::add_packs(in[0], in[1]);
+#pragma unroll
+    for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+      const float2 h = get_pair(hv, j);
+      sums.x = fmaf(h.x, h.x, sums.x);
+      sums.x = fmaf(h.y, h.y, sums.x);
+    }
+  }
+  __device__ static void finish_round(int, float2 total, Stats& s, const Params& p) {
+    s.rstd = rsqrtf(total.x / static_cast<float>(p.cols) + p.eps);
+  }
+  template <class Acc>
+  __device__ static void store_out(const Params& p, int64_t row, int64_t col, const Vec16<T> (&in)[2],
+                                   const Held& w, const Stats& s, Acc&) {
+    const Vec16<T> hv = rmsnorm_rows::add_packs(in[0], in[1]);
+    const int64_t offset = row * p.cols + col;
+    store_vec(p.h + offset, hv);
+    store_vec(p.y + offset, rmsnorm_rows::normalize(hv, w, s.rstd));
+  }
+  static T* col_grad(const Params&, int) { return nullptr; }
+};
+
+template <class T>
+void launch_v3(const FwdParams<T>& p, const LaunchArgs& a) {
+  const bool staged = staged_rows::forward_rows_for_staged<FusedAddRmsnormStaged<T>>(ceil_div(p.cols, Vec16<T>::kSize));
+  if (!staged || !staged_rows::launch_staged<FusedAddRmsnormStaged<T>>(
+                     p, rmsnorm_rows::fwd_rows_aligned(p), a)) {
+    rmsnorm_rows::launch_regs<T, true>(p, 0, stream_of(a));
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -94,6 +155,20 @@ KBENCH_REGISTER(fused_add_rmsnorm_v2_vec16_regs) {
           using T = typename decltype(tag)::type;
           // sm_count 0: non-persistent grid.
           rmsnorm_rows::launch_regs<T, true>(fused_add_params<T>(a), 0, stream_of(a));
+        });
+      })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(fused_add_rmsnorm_v3_vec16_staged) {
+  register_impl("fused_add_rmsnorm", "v3_vec16_staged")
+      .note("x, r staged in shared memory, next rows in flight; h and y written; else v2")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          launch_v3(fused_add_params<T>(a), a);
         });
       })
       .rejects(accepts_any_shape)

@@ -598,7 +598,9 @@ struct LayernormBwdStaged {
   using Type = T;
   using Params = BwdParams<T>;
   using Held = Vec16<T>;              // w
+  using Sums = float2;
   static constexpr int kStaged = 2;   // dy, x
+  static constexpr int kPacks = staged_rows::kPacks;
   static constexpr int kRounds = 2;   // (sum x, sum g), then (sum xc^2, sum g * xc)
   static constexpr int kColGrads = 2; // dw, db
   struct Stats {
@@ -609,7 +611,6 @@ struct LayernormBwdStaged {
   __device__ static const T* staged_row(const Params& p, int i, int64_t row) {
     return (i == 0 ? p.dy : p.x) + row * p.cols;
   }
-  __device__ static T* out_row(const Params& p, int64_t row) { return p.dx + row * p.cols; }
   __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
   __device__ static void add_sums(int round, float2& sums, const Vec16<T> (&in)[kStaged],
                                   const Held& w, const Stats& s) {
@@ -629,9 +630,11 @@ struct LayernormBwdStaged {
     }
   }
   // acc: dw of the pack's V elements, then db's.
-  __device__ static Vec16<T> pack_out(const Vec16<T> (&in)[kStaged], const Held& w, const Stats& s,
-                                      float (&acc)[2 * Vec16<T>::kSize]) {
-    return kbench::pack_dx(in[0], in[1], w, s.coefs, acc, acc + Vec16<T>::kSize);
+  __device__ static void store_out(const Params& p, int64_t row, int64_t col,
+                                   const Vec16<T> (&in)[kStaged], const Held& w, const Stats& s,
+                                   float (&acc)[2 * Vec16<T>::kSize]) {
+    store_vec(p.dx + row * p.cols + col,
+              kbench::pack_dx(in[0], in[1], w, s.coefs, acc, acc + Vec16<T>::kSize));
   }
   static T* col_grad(const Params& p, int g) { return g == 0 ? p.dw : p.db; }
 };

@@ -21,6 +21,10 @@
 //                   16384 / 8192 unaligned) take a chunked two-pass path.
 //   v3_vec16_rows_grid  v2's kernels on a non-persistent grid (as rmsnorm's v4_vec16_rows_grid):
 //                   a finishing block's slot is refilled by one whose loads start at once.
+//   v4_vec16_staged x staged in shared memory by async copies, each team's next rows in
+//                   flight while it reduces and writes this one (kernels/common/
+//                   staged_rows.cuh, as rmsnorm's v5); the three sums in one float4. Rows
+//                   the staged kernels leave (32768-65536 bf16, unaligned) take v3's.
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {
@@ -52,6 +56,15 @@ KBENCH_REGISTER(polynorm_v3_vec16_rows_grid) {
         grid_args.sm_count = 0;  // non-persistent grid
         launch_polynorm_fwd_v2<false>(grid_args);
       })
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(polynorm_v4_vec16_staged) {
+  register_impl("polynorm", "v4_vec16_staged")
+      .note("x staged in shared memory, next rows in flight, 3 sums in a float4; else v3")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch(launch_polynorm_fwd_v4<false>)
       .rejects(accepts_any_shape)
       .workspace(no_workspace);
 }

@@ -34,6 +34,7 @@
 #include "kernels/common/dtypes.h"
 #include "kernels/common/launch.h"
 #include "kernels/common/reduce.h"
+#include "kernels/common/staged_rows.cuh"
 #include "kernels/common/vec.h"
 
 namespace kbench {
@@ -625,6 +626,63 @@ void launch_polynorm_fwd_v2(const LaunchArgs& a) {
   dispatch_dtype(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     launch_fwd_v2<T, kHasMul>(fwd_params<T, kHasMul>(a), a.sm_count, stream_of(a));
+  });
+}
+
+// ----- v4_vec16_staged: the staged-rows policy (kernels/common/staged_rows.cuh) -------------
+
+// x (and m) staged in shared memory; the three row sums in one float4 (.w unused), the
+// weights held in registers, the row's three norms as its stats.
+template <class T, bool kHasMul>
+struct PolynormFwdStaged {
+  using Type = T;
+  using Params = FwdParams<T>;
+  using Held = PolyWeights;
+  using Sums = float4;                           // sum x^2, x^4, x^6
+  static constexpr int kStaged = kHasMul ? 2 : 1;  // x, m
+  static constexpr int kPacks = kHasMul ? staged_rows::kPacks : staged_rows::kForwardPacks;
+  static constexpr int kRounds = 1;
+  static constexpr int kColGrads = 0;
+  struct Stats {
+    float r1, r2, r3;  // rsqrt(mean(x^2p) + eps)
+  };
+
+  __device__ static const T* staged_row(const Params& p, int i, int64_t row) {
+    return (i == 0 ? p.x : p.m) + row * p.cols;
+  }
+  __device__ static Held hold(const Params& p, int64_t) { return load_weights(p.w, p.b); }
+  __device__ static void add_sums(int, float4& sums, const Vec16<T> (&in)[kStaged], const Held&,
+                                  const Stats&) {
+    RowSums<3> s{{sums.x, sums.y, sums.z}};
+    add_fwd_pack_sums(s, in[0]);
+    sums = make_float4(s.v[0], s.v[1], s.v[2], 0.f);
+  }
+  __device__ static void finish_round(int, float4 total, Stats& s, const Params& p) {
+    s.r1 = rsqrtf(fmaf(total.x, p.inv_cols, p.eps));
+    s.r2 = rsqrtf(fmaf(total.y, p.inv_cols, p.eps));
+    s.r3 = rsqrtf(fmaf(total.z, p.inv_cols, p.eps));
+  }
+  template <class Acc>
+  __device__ static void store_out(const Params& p, int64_t row, int64_t col,
+                                   const Vec16<T> (&in)[kStaged], const Held& w, const Stats& s, Acc&) {
+    const FwdCoefs c{w.w2 * s.r1, w.w1 * s.r2, w.w0 * s.r3, w.b};
+    store_vec(p.y + row * p.cols + col, fwd_pack_out<T, kHasMul>(in[0], in[kStaged - 1], c));
+  }
+  static T* col_grad(const Params&, int) { return nullptr; }
+};
+
+// Rows the staged kernels leave (staged_rows::forward_rows_for_staged, unaligned rows) go to
+// v3's kernels.
+template <bool kHasMul>
+void launch_polynorm_fwd_v4(const LaunchArgs& a) {
+  dispatch_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const FwdParams<T> p = fwd_params<T, kHasMul>(a);
+    const bool staged = staged_rows::forward_rows_for_staged<PolynormFwdStaged<T, kHasMul>>(ceil_div(p.cols, Vec16<T>::kSize));
+    if (!staged ||
+        !staged_rows::launch_staged<PolynormFwdStaged<T, kHasMul>>(p, fwd_rows_aligned(p), a)) {
+      launch_fwd_v2<T, kHasMul>(p, 0, stream_of(a));
+    }
   });
 }
 

@@ -443,7 +443,9 @@ struct RmsnormBwdStaged {
   using Type = T;
   using Params = BwdParams<T>;
   using Held = Vec16<T>;                            // w
+  using Sums = float2;
   static constexpr int kStaged = kAddGrad ? 3 : 2;  // dy, x (h for the fused op), dh
+  static constexpr int kPacks = staged_rows::kPacks;
   static constexpr int kRounds = 1;                 // (sum x^2, sum g * x)
   static constexpr int kColGrads = 1;               // dw
   struct Stats {
@@ -454,7 +456,6 @@ struct RmsnormBwdStaged {
   __device__ static const T* staged_row(const Params& p, int i, int64_t row) {
     return (i == 0 ? p.dy : (i == 1 ? p.x : p.dh)) + row * p.cols;
   }
-  __device__ static T* out_row(const Params& p, int64_t row) { return p.dx + row * p.cols; }
   __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
   __device__ static void add_sums(int, float2& sums, const Vec16<T> (&in)[kStaged], const Held& w,
                                   const Stats&) {
@@ -466,10 +467,12 @@ struct RmsnormBwdStaged {
     s.mean_gxhat = total.y * s.rstd * inv_cols;
   }
   // acc: dw of the pack's V elements.
-  __device__ static Vec16<T> pack_out(const Vec16<T> (&in)[kStaged], const Held& w, const Stats& s,
-                                      float (&acc)[Vec16<T>::kSize]) {
-    return rmsnorm_bwd_rows::pack_dx<kAddGrad>(in[0], in[1], w, in[kStaged - 1], s.rstd,
-                                               s.mean_gxhat, acc);
+  __device__ static void store_out(const Params& p, int64_t row, int64_t col,
+                                   const Vec16<T> (&in)[kStaged], const Held& w, const Stats& s,
+                                   float (&acc)[Vec16<T>::kSize]) {
+    store_vec(p.dx + row * p.cols + col,
+              rmsnorm_bwd_rows::pack_dx<kAddGrad>(in[0], in[1], w, in[kStaged - 1], s.rstd,
+                                                  s.mean_gxhat, acc));
   }
   static T* col_grad(const Params& p, int) { return p.dw; }
 };

@@ -252,7 +252,9 @@ struct RmsnormFwdStaged {
   using Type = T;
   using Params = FwdParams<T>;
   using Held = Vec16<T>;               // w
+  using Sums = float2;
   static constexpr int kStaged = 1;    // x
+  static constexpr int kPacks = staged_rows::kForwardPacks;
   static constexpr int kRounds = 1;    // sum x^2 (in .x)
   static constexpr int kColGrads = 0;  // none
   struct Stats {
@@ -260,7 +262,6 @@ struct RmsnormFwdStaged {
   };
 
   __device__ static const T* staged_row(const Params& p, int, int64_t row) { return p.x + row * p.cols; }
-  __device__ static T* out_row(const Params& p, int64_t row) { return p.y + row * p.cols; }
   __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
   __device__ static void add_sums(int, float2& sums, const Vec16<T> (&in)[1], const Held&,
                                   const Stats&) {
@@ -275,15 +276,16 @@ struct RmsnormFwdStaged {
     s.rstd = rsqrtf(total.x / static_cast<float>(p.cols) + p.eps);
   }
   template <class Acc>
-  __device__ static Vec16<T> pack_out(const Vec16<T> (&in)[1], const Held& w, const Stats& s, Acc&) {
-    return normalize(in[0], w, s.rstd);
+  __device__ static void store_out(const Params& p, int64_t row, int64_t col, const Vec16<T> (&in)[1],
+                                   const Held& w, const Stats& s, Acc&) {
+    store_vec(p.y + row * p.cols + col, normalize(in[0], w, s.rstd));
   }
   static T* col_grad(const Params&, int) { return nullptr; }
 };
 
 template <class T>
 void launch_staged(const FwdParams<T>& p, const LaunchArgs& a) {
-  const bool staged = staged_rows::forward_rows_for_staged(ceil_div(p.cols, Vec16<T>::kSize));
+  const bool staged = staged_rows::forward_rows_for_staged<RmsnormFwdStaged<T>>(ceil_div(p.cols, Vec16<T>::kSize));
   if (!staged || !staged_rows::launch_staged<RmsnormFwdStaged<T>>(p, fwd_rows_aligned(p), a)) {
     launch_regs<T, false>(p, 0, stream_of(a));
   }

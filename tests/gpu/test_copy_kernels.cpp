@@ -47,7 +47,7 @@ int64_t first_wrong_byte(size_t bytes, const std::function<void(void*, const voi
 TEST(CalibrationCopies, EveryMethodCopiesEveryByte) {
   const int sm_count = query_device(0).sm_count;
   KB_GPU_CHECK(gpuSetDevice(0));
-  // 200 rows of the staged copy's 16 KB, more than one per block; and a size that is not a
+  // 200 rows of 16 KB, more than one per block; and a size that is not a
   // multiple of any kernel's tile (16 bytes is the unit they all require).
   for (size_t bytes : {size_t{200} * 16384, size_t{3} * 1000 * 1000 + 16}) {
     SCOPED_TRACE("bytes " + std::to_string(bytes));
@@ -65,16 +65,22 @@ TEST(CalibrationCopies, EveryMethodCopiesEveryByte) {
 TEST(CalibrationCopies, StagedCopyCopiesWholeRowsOrNothing) {
   const int sm_count = query_device(0).sm_count;
   KB_GPU_CHECK(gpuSetDevice(0));
-  const size_t rows_bytes = size_t{200} * 16384;
-  bool launched = false;
-  EXPECT_EQ(first_wrong_byte(rows_bytes, [&](void* d, const void* s) {
-              launched = launch_copy_staged(d, s, rows_bytes, sm_count, nullptr);
-              if (!launched) launch_copy(d, s, rows_bytes, sm_count, nullptr);  // e.g. HIP
-            }), -1);
-  // Not a whole number of 16 KB rows: it declines and writes nothing.
-  const size_t odd = rows_bytes + 16;
+  // Rows a warp, a few warps and the whole block take; 1 row, and more rows than blocks.
+  for (size_t row_bytes : {size_t{16}, size_t{4096}, size_t{16400}, size_t{32768}}) {
+    for (size_t rows : {size_t{1}, size_t{1001}}) {
+      const size_t bytes = rows * row_bytes;
+      EXPECT_EQ(first_wrong_byte(bytes, [&](void* d, const void* s) {
+                  if (!launch_copy_staged(d, s, bytes, row_bytes, sm_count, nullptr)) {
+                    launch_copy(d, s, bytes, sm_count, nullptr);  // e.g. HIP
+                  }
+                }), -1) << rows << " rows of " << row_bytes << " B";
+    }
+  }
+  // Not a whole number of rows, or rows not of whole 16-byte packs: it declines.
+  const size_t odd = size_t{200} * 4096 + 16;
   DeviceBuffer src(odd), dst(odd);
-  EXPECT_FALSE(launch_copy_staged(dst.get(), src.get(), odd, sm_count, nullptr));
+  EXPECT_FALSE(launch_copy_staged(dst.get(), src.get(), odd, 4096, sm_count, nullptr));
+  EXPECT_FALSE(launch_copy_staged(dst.get(), src.get(), 4104 * 2, 4104, sm_count, nullptr));
 }
 
 }  // namespace

@@ -13,32 +13,52 @@ struct Choice {
   bool taken = false;
   int team = 0;
   int cluster = 0;
+  int packs = 0;  // per thread
 };
 
-template <int kWarpSize>
+template <int kWarpSize, int kThreadPacks = kPacks>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
-  c.taken = with_staged_config<kWarpSize>(packs, clusters, [&](auto config) {
+  c.taken = with_staged_config<kWarpSize, kThreadPacks>(packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
+    c.packs = decltype(config)::kPacks;
   });
   return c;
 }
 
-TEST(StagedConfig, EveryRowWidthGetsTheSmallestTeamOrClusterThatHoldsIt) {
-  for (int64_t packs = 1; packs <= 8 * 2048; ++packs) {
-    const Choice c = choose<32>(packs, true);
+template <int kThreadPacks>
+void expect_smallest_team_or_cluster() {
+  constexpr int64_t kWidest = int64_t{8} * kBlock * kThreadPacks;
+  for (int64_t packs = 1; packs <= kWidest; ++packs) {
+    const Choice c = choose<32, kThreadPacks>(packs, true);
     ASSERT_TRUE(c.taken) << packs;
-    ASSERT_TRUE(c.cluster == 1 || c.team == kBlock) << packs;
-    // Each block's slice of the row fits its threads' packs.
+    ASSERT_TRUE(c.cluster == 1 || c.team == KBENCH_CLUSTER_TEAM || c.team == kBlock) << packs;
+    // Each block's slice of the row fits its team's packs.
     const int64_t slice = (packs + c.cluster - 1) / c.cluster;
-    ASSERT_LE(slice, int64_t{c.team} * kPacks) << packs;
-    // And nothing smaller would have held it.
-    if (c.cluster == 1 && c.team > 32) ASSERT_GT(packs, int64_t{c.team / 2} * kPacks) << packs;
-    if (c.cluster > 2) ASSERT_GT(packs, int64_t{c.cluster / 2} * KBENCH_CLUSTER_SLICE) << packs;
-    if (c.cluster == 2) ASSERT_GT(packs, int64_t{kBlock} * kPacks) << packs;
+    ASSERT_LE(slice, int64_t{c.team} * c.packs) << packs;
+    // The op's packs per thread, or half of them for rows a warp holds at half.
+    if (c.packs != kThreadPacks) {
+      ASSERT_EQ(c.packs, kThreadPacks / 2) << packs;
+      ASSERT_TRUE(kThreadPacks > 4 && c.team == 32) << packs;
+    }
+    if (kThreadPacks > 4 && packs <= 32 * kThreadPacks / 2) ASSERT_EQ(c.packs, kThreadPacks / 2);
+    // And nothing smaller would have held it: a smaller team, one block, fewer blocks.
+    const int64_t cluster_team_packs = int64_t{KBENCH_CLUSTER_TEAM} * kThreadPacks;
+    if (c.cluster == 1 && c.team > 32) ASSERT_GT(packs, int64_t{c.team / 2} * kThreadPacks) << packs;
+    if (c.cluster > 1) ASSERT_GT(packs, int64_t{kBlock} * kThreadPacks) << packs;
+    if (c.cluster > 2) ASSERT_GT(packs, c.cluster / 2 * cluster_team_packs) << packs;
+    if (c.cluster == 8 && c.team == kBlock && KBENCH_CLUSTER_TEAM < kBlock) {
+      ASSERT_GT(packs, 8 * cluster_team_packs) << packs;
+    }
   }
-  EXPECT_FALSE(choose<32>(8 * 2048 + 1, true).taken);  // wider than 8 blocks: the caller's kernels
+  // Wider than 8 blocks: the caller's kernels.
+  EXPECT_FALSE((choose<32, kThreadPacks>(kWidest + 1, true).taken));
+}
+
+TEST(StagedConfig, EveryRowWidthGetsTheSmallestTeamOrClusterThatHoldsIt) {
+  expect_smallest_team_or_cluster<kPacks>();
+  expect_smallest_team_or_cluster<kForwardPacks>();
 }
 
 TEST(StagedConfig, WithoutClustersOnlyRowsOneBlockHolds) {
@@ -55,12 +75,15 @@ TEST(StagedConfig, WarpTeamsFollowTheWarpWidth) {
 
 TEST(StagedConfig, StagesFitSharedMemory) {
   // x (forwards), dy + x (backwards), dy + x + dh (fused add backward).
-  EXPECT_EQ(stages_of(1), kMaxStages);
+  EXPECT_EQ(stages_of(1, kPacks), kMaxStages);
   for (int staged = 1; staged <= 3; ++staged) {
-    EXPECT_GE(stages_of(staged), 2) << staged;
-    EXPECT_LE(stages_of(staged) * stage_bytes(staged), size_t{227} * 1024) << staged;
+    EXPECT_GE(stages_of(staged, kPacks), 2) << staged;
+    EXPECT_LE(stages_of(staged, kPacks) * stage_bytes(staged, kPacks), size_t{227} * 1024) << staged;
   }
-  EXPECT_EQ(stage_bytes(2), size_t{64} * 1024);  // 2 tensors x 4 packs x 512 threads x 16 B
+  // Forwards of one staged tensor at their packs per thread.
+  EXPECT_GE(stages_of(1, kForwardPacks), 2);
+  EXPECT_LE(stages_of(1, kForwardPacks) * stage_bytes(1, kForwardPacks), size_t{227} * 1024);
+  EXPECT_EQ(stage_bytes(2, 4), size_t{64} * 1024);  // 2 tensors x 4 packs x 512 threads x 16 B
 }
 
 }  // namespace
