@@ -20,11 +20,6 @@ namespace kbench::staged_rows {
 #ifndef KBENCH_CLUSTER_TEAM
 #define KBENCH_CLUSTER_TEAM 256
 #endif
-// 1: each team of a block waits at its own barrier for its row sums, the others run on
-// (team_reduce_sum_apart); 0: all teams of a block wait together (__syncthreads).
-#ifndef KBENCH_TEAMS_APART
-#define KBENCH_TEAMS_APART 1
-#endif
 // 16-byte packs per thread per staged tensor in forwards of one staged tensor (x): 8 gives
 // each block 64 KB of x per step and holds a 32768-bf16 row in one block; 4 elsewhere (a
 // backward's fp32 column gradients live in registers, 4 x 8 per gradient; two staged tensors

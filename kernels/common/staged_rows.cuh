@@ -30,8 +30,8 @@
 // team stages packs lane, lane + kTeam, ... (kPacks of them; coalesced) of every staged tensor
 // with async copies, kStages rows deep. Each thread stages and reads only its own packs, so no
 // barrier guards the staged rows. A row's sums are a team reduction and, in a cluster, a sum
-// over its blocks through distributed shared memory (cluster.h); with KBENCH_TEAMS_APART each
-// team waits only for its own threads, so one team computes while another waits for its sums. At the end of a backward the teams fold their column gradients together and
+// over its blocks through distributed shared memory (cluster.h); each team waits only for its
+// own threads (a named barrier), so one team computes while another waits for its sums. At the end of a backward the teams fold their column gradients together and
 // each block (or cluster) writes one fp32 partial row per gradient to the workspace;
 // finalize_partial_rows (partials.h) adds them, deterministic. One block per SM keeps those
 // partial rows few: 132 N-wide rows on an H100, against 264-528 with smaller blocks, which
@@ -123,14 +123,10 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
 
   uint32_t sum_calls = 0;
   // The row's sum over the team, then over the cluster. Every thread of the team calls it; the
-  // other teams of the block need not (KBENCH_TEAMS_APART: each team waits at its own barrier),
-  // but all call it equally often.
+  // other teams of the block need not (each team waits at its own barrier), but all call it
+  // equally often.
   const auto row_sum = [&](Sums v) {
-#if KBENCH_TEAMS_APART
     v = team_reduce_sum_apart<kTeam, kBlock>(v, scratch[sum_calls & 1]);
-#else
-    v = team_reduce_sum<kTeam>(v, scratch[sum_calls & 1]);
-#endif
     if constexpr (kCluster > 1) v = cluster_reduce_sum(v, cluster_sums, rank, team, lane, sum_calls);
     ++sum_calls;
     return v;
