@@ -23,19 +23,20 @@
 //                                               element e
 //   col_grad(p, g)                              where column gradient g goes
 //
-// Layout: one 512-thread block per SM (a persistent grid). A team of kTeam threads (a warp up
-// to the whole block) owns one row at a time, so a block works on 16 to 1 rows at once; past
-// 16384 bf16 a cluster of 2, 4 or 8 blocks owns one row (or a row per team: teams of 256
-// threads, KBENCH_CLUSTER_TEAM), block `rank` a contiguous slice of it. Thread `lane` of a
-// team stages packs lane, lane + kTeam, ... (kPacks of them; coalesced) of every staged tensor
-// with async copies, kStages rows deep. Each thread stages and reads only its own packs, so no
-// barrier guards the staged rows. A row's sums are a team reduction and, in a cluster, a sum
-// over its blocks through distributed shared memory (cluster.h); each team waits only for its
-// own threads (a named barrier), so one team computes while another waits for its sums. At the end of a backward the teams fold their column gradients together and
-// each block (or cluster) writes one fp32 partial row per gradient to the workspace;
-// finalize_partial_rows (partials.h) adds them, deterministic. One block per SM keeps those
-// partial rows few: 132 N-wide rows on an H100, against 264-528 with smaller blocks, which
-// measured 3-5 points of the copy ceiling lower.
+// Layout: one 512-thread block per SM (a persistent grid). A team of kTeam threads (a warp up to
+// the whole block) owns one row at a time, so a block works on 16 to 1 rows at once; rows wider
+// than a block holds (16384 bf16 at 4 packs per thread, 32768 at 8) go to a cluster of 2, 4 or 8
+// blocks, each block's two teams of 256 threads (KBENCH_CLUSTER_TEAM) on two rows (whole-block
+// teams in a cluster of 8 beyond), block `rank` a contiguous slice of each. Thread `lane` of a team
+// stages packs lane, lane + kTeam, ... (kPacks of them; coalesced) of every staged tensor with
+// async copies, kStages rows deep. Each thread stages and reads only its own packs, so no barrier
+// guards the staged rows. A row's sums are a team reduction and, in a cluster, a sum over its
+// blocks through distributed shared memory (cluster.h); each team waits only for its own threads (a
+// named barrier), so one team computes while another waits for its sums. At the end of a backward
+// the teams fold their column gradients together and each block writes one fp32 partial row (its
+// slice, in a cluster) per gradient to the workspace; finalize_partial_rows (partials.h) adds them,
+// deterministic. One block per SM keeps those partial rows few: 132 N-wide rows on an H100, against
+// 264-528 with smaller blocks, which measured 3-5 points of the copy ceiling lower.
 //
 // Shared memory per block: kStages x kStaged tensors x kPacks x 512 threads x 16 bytes, kStages
 // as many as fit 200 KB (at most 4): at 4 packs, 4 stages of one tensor, 3 of two (192 KB), 2

@@ -14,8 +14,8 @@
 //   v3_vec16_staged x and r staged in shared memory by async copies, each team's next rows in
 //                   flight while it reduces and writes this one (kernels/common/
 //                   staged_rows.cuh, as rmsnorm's v5): h = x + r summed from shared memory,
-//                   then h and y written. The rows rmsnorm v5 leaves to its register kernels
-//                   (and unaligned rows) take v2's.
+//                   then h and y written; a cluster of blocks per row past 16384 bf16.
+//                   Unaligned rows take v2's.
 #include <cstdint>
 
 #include "harness/registry.h"
@@ -119,7 +119,8 @@ struct FusedAddRmsnormStaged {
 
 template <class T>
 void launch_v3(const FwdParams<T>& p, const LaunchArgs& a) {
-  const bool staged = staged_rows::forward_rows_for_staged<FusedAddRmsnormStaged<T>>(ceil_div(p.cols, Vec16<T>::kSize));
+  const bool staged =
+      staged_rows::forward_rows_for_staged<FusedAddRmsnormStaged<T>>(ceil_div(p.cols, Vec16<T>::kSize));
   if (!staged || !staged_rows::launch_staged<FusedAddRmsnormStaged<T>>(
                      p, rmsnorm_rows::fwd_rows_aligned(p), a)) {
     rmsnorm_rows::launch_regs<T, true>(p, 0, stream_of(a));

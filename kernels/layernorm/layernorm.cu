@@ -401,8 +401,9 @@ struct LayernormFwdStaged {
 
 template <class T>
 void launch_v4(const FwdParams<T>& p, const LaunchArgs& a) {
-  const bool staged = staged_rows::forward_rows_for_staged<LayernormFwdStaged<T>>(ceil_div(p.cols, Vec16<T>::kSize));
-  if (!staged || !staged_rows::launch_staged<LayernormFwdStaged<T>>(p, fwd_rows_aligned(p), a)) {
+  using Op = LayernormFwdStaged<T>;
+  const bool staged = staged_rows::forward_rows_for_staged<Op>(ceil_div(p.cols, Vec16<T>::kSize));
+  if (!staged || !staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
     launch_v2(p, 0, stream_of(a));
   }
 }
@@ -458,7 +459,7 @@ KBENCH_REGISTER(layernorm_v3_vec16_rows_grid) {
 
 KBENCH_REGISTER(layernorm_v4_vec16_staged) {
   register_impl("layernorm", "v4_vec16_staged")
-      .note("x staged in shared memory, next rows in flight; v3 for 32K-64K bf16")
+      .note("x staged in shared memory, next rows in flight; cluster per row past 16K bf16")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch([](const LaunchArgs& a) {
         dispatch_dtype(a.dtype, [&](auto tag) {

@@ -23,8 +23,8 @@
 //                   a finishing block's slot is refilled by one whose loads start at once.
 //   v4_vec16_staged x staged in shared memory by async copies, each team's next rows in
 //                   flight while it reduces and writes this one (kernels/common/
-//                   staged_rows.cuh, as rmsnorm's v5); the three sums in one float4. Rows
-//                   the staged kernels leave (32768-65536 bf16, unaligned) take v3's.
+//                   staged_rows.cuh, as rmsnorm's v5); the three sums in one float4; a
+//                   cluster of blocks per row past 32768 bf16. Unaligned rows take v3's.
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {

@@ -678,9 +678,9 @@ void launch_polynorm_fwd_v4(const LaunchArgs& a) {
   dispatch_dtype(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const FwdParams<T> p = fwd_params<T, kHasMul>(a);
-    const bool staged = staged_rows::forward_rows_for_staged<PolynormFwdStaged<T, kHasMul>>(ceil_div(p.cols, Vec16<T>::kSize));
-    if (!staged ||
-        !staged_rows::launch_staged<PolynormFwdStaged<T, kHasMul>>(p, fwd_rows_aligned(p), a)) {
+    using Op = PolynormFwdStaged<T, kHasMul>;
+    const bool staged = staged_rows::forward_rows_for_staged<Op>(ceil_div(p.cols, Vec16<T>::kSize));
+    if (!staged || !staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
       launch_fwd_v2<T, kHasMul>(p, 0, stream_of(a));
     }
   });

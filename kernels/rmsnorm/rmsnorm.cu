@@ -28,9 +28,9 @@
 //   v5_vec16_staged     x staged in shared memory by async copies, each team's next rows in
 //                       flight while it reduces and writes this one (kernels/common/
 //                       staged_rows.cuh): one 512-thread block per SM, teams of 32-512 threads
-//                       per row, w held in registers. Rows up to 16384 bf16, and past register
-//                       capacity (65536 fp32: a cluster of blocks per row); 32768-65536 bf16
-//                       and unaligned rows take v4's kernels, faster there.
+//                       per row at 8 packs per thread (rows up to 32768 bf16 in one block), w
+//                       held in registers; wider rows over a cluster of 2-8 blocks, two rows
+//                       per block. Unaligned rows take v4's kernels.
 // v2-v5's kernels live in rmsnorm_rows.cuh (fused_add_rmsnorm shares v2-v4's).
 #include <algorithm>
 #include <cstdint>
@@ -149,7 +149,7 @@ KBENCH_REGISTER(rmsnorm_v4_vec16_rows_grid) {
 
 KBENCH_REGISTER(rmsnorm_v5_vec16_staged) {
   register_impl("rmsnorm", "v5_vec16_staged")
-      .note("x staged in shared memory, next rows in flight; cluster per row past 16K bf16")
+      .note("x staged in shared memory, next rows in flight; cluster per row past 32K bf16")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch([](const LaunchArgs& a) {
         dispatch_dtype(a.dtype, [&](auto tag) {

@@ -244,7 +244,8 @@ void launch_regs(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 // ---------------------------------------------------------------------------------------------
 // x staged in shared memory, the next rows in flight while this one computes
 // (kernels/common/staged_rows.cuh): rmsnorm's v5_vec16_staged. Rows it does not take
-// (forward_rows_for_staged, unaligned rows) go to launch_regs (v4).
+// (unaligned rows; with KBENCH_FORWARD_CLUSTERS=0 also forward_rows_for_staged) go to
+// launch_regs (v4).
 // ---------------------------------------------------------------------------------------------
 
 template <class T>
@@ -285,8 +286,9 @@ struct RmsnormFwdStaged {
 
 template <class T>
 void launch_staged(const FwdParams<T>& p, const LaunchArgs& a) {
-  const bool staged = staged_rows::forward_rows_for_staged<RmsnormFwdStaged<T>>(ceil_div(p.cols, Vec16<T>::kSize));
-  if (!staged || !staged_rows::launch_staged<RmsnormFwdStaged<T>>(p, fwd_rows_aligned(p), a)) {
+  using Op = RmsnormFwdStaged<T>;
+  const bool staged = staged_rows::forward_rows_for_staged<Op>(ceil_div(p.cols, Vec16<T>::kSize));
+  if (!staged || !staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
     launch_regs<T, false>(p, 0, stream_of(a));
   }
 }
