@@ -74,7 +74,7 @@ __device__ __forceinline__ float block_reduce_sum(float v, float* scratch) {
 // A "team" is kTeam consecutive threads of a block (one warp, several warps, or the whole
 // block) that share one row. team_reduce_sum gives every thread of a team the team's sum.
 // One warp needs shuffles only; a larger team adds one barrier, so EVERY thread of the block
-// must call it (block-uniform control flow). `scratch` holds blockDim.x / kWarpSize values of
+// must call it (block-uniform control flow), or with kBlock (below) every thread of the team. `scratch` holds blockDim.x / kWarpSize values of
 // shared memory. Callers alternate between two scratch buffers from one call to the next, so
 // one barrier per call suffices: a buffer is rewritten only after the following call's
 // barrier, which every reader of it has passed. The summation order is fixed, so all threads
@@ -89,25 +89,6 @@ __device__ __forceinline__ void add_to(float4& acc, float4 v) {
   acc.y += v.y;
   acc.z += v.z;
   acc.w += v.w;
-}
-
-template <int kTeam, class V>
-__device__ __forceinline__ V team_reduce_sum(V v, V* scratch) {
-  static_assert(kTeam % kWarpSize == 0, "a team is a whole number of warps");
-  v = warp_reduce_sum(v);
-  if constexpr (kTeam == kWarpSize) {
-    return v;
-  } else {
-    constexpr int kTeamWarps = kTeam / kWarpSize;
-    const int warp = threadIdx.x / kWarpSize;
-    if (threadIdx.x % kWarpSize == 0) scratch[warp] = v;
-    __syncthreads();
-    const int first = warp / kTeamWarps * kTeamWarps;
-    V total = scratch[first];
-#pragma unroll
-    for (int i = 1; i < kTeamWarps; ++i) add_to(total, scratch[first + i]);
-    return total;
-  }
 }
 
 // A barrier over this thread's team only, so that the other teams of the block run on: named
@@ -128,12 +109,12 @@ __device__ __forceinline__ void team_barrier() {
 #endif
 }
 
-// team_reduce_sum with the team's own barrier (team_barrier): the teams of a block need not
-// call it together, so one team's sums wait while another team computes. Only the teams'
-// loops must agree on the number of calls (HIP's fallback is a block barrier). Same scratch
-// contract as team_reduce_sum.
-template <int kTeam, int kBlock, class V>
-__device__ __forceinline__ V team_reduce_sum_apart(V v, V* scratch) {
+// kBlock = 0: the barrier is __syncthreads (any block size). kBlock = the block size: each team
+// waits at its own barrier (team_barrier), so the teams of a block need not call together and
+// one team's sums wait while another team computes; only the teams' loops must agree on the
+// number of calls (HIP's fallback is a block barrier).
+template <int kTeam, int kBlock = 0, class V>
+__device__ __forceinline__ V team_reduce_sum(V v, V* scratch) {
   static_assert(kTeam % kWarpSize == 0, "a team is a whole number of warps");
   v = warp_reduce_sum(v);
   if constexpr (kTeam == kWarpSize) {
@@ -142,7 +123,11 @@ __device__ __forceinline__ V team_reduce_sum_apart(V v, V* scratch) {
     constexpr int kTeamWarps = kTeam / kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
     if (threadIdx.x % kWarpSize == 0) scratch[warp] = v;
-    team_barrier<kTeam, kBlock>();
+    if constexpr (kBlock == 0) {
+      __syncthreads();
+    } else {
+      team_barrier<kTeam, kBlock>();
+    }
     const int first = warp / kTeamWarps * kTeamWarps;
     V total = scratch[first];
 #pragma unroll

@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
   // other teams of the block need not (each team waits at its own barrier), but all call it
   // equally often.
   const auto row_sum = [&](Sums v) {
-    v = team_reduce_sum_apart<kTeam, kBlock>(v, scratch[sum_calls & 1]);
+    v = team_reduce_sum<kTeam, kBlock>(v, scratch[sum_calls & 1]);
     if constexpr (kCluster > 1) v = cluster_reduce_sum(v, cluster_sums, rank, team, lane, sum_calls);
     ++sum_calls;
     return v;

@@ -75,54 +75,38 @@ void launch_v1(const FwdParams<T>& p, gpuStream_t stream) {
 // v3_vec16_staged: the staged-rows policy (kernels/common/staged_rows.cuh)
 // ---------------------------------------------------------------------------------------------
 
+// rmsnorm's policy (Held, Sums, Stats, finish_round) with x and r staged and h = x + r made
+// from them where rmsnorm reads x.
 template <class T>
-struct FusedAddRmsnormStaged {
-  using Type = T;
-  using Params = FwdParams<T>;
-  using Held = Vec16<T>;  // w
-  using Sums = float2;
-  static constexpr int kStaged = 2;    // x, r
-  static constexpr int kPacks = staged_rows::kPacks;
-  static constexpr int kRounds = 1;    // sum h^2 (in .x)
-  static constexpr int kColGrads = 0;  // none
-  struct Stats {
-    float rstd;
-  };
+struct FusedAddRmsnormStaged : rmsnorm_rows::RmsnormFwdStaged<T> {
+  using Base = rmsnorm_rows::RmsnormFwdStaged<T>;
+  static constexpr int kStaged = 2;  // x, r
+  static constexpr int kPacks = staged_rows::kPacks;  // two staged tensors: 8 leave 1 stage
 
-  __device__ static const T* staged_row(const Params& p, int i, int64_t row) {
+  __device__ static const T* staged_row(const FwdParams<T>& p, int i, int64_t row) {
     return (i == 0 ? p.x : p.r) + row * p.cols;
   }
-  __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
   // The sums are of h rounded to T, as written and as y is computed from.
-  __device__ static void add_sums(int, float2& sums, const Vec16<T> (&in)[2], const Held&, const Stats&) {
-    const Vec16<T> hv = rmsnorm_rows::add_packs(in[0], in[1]);
-#pragma unroll
-    for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
-      const float2 h = get_pair(hv, j);
-      sums.x = fmaf(h.x, h.x, sums.x);
-      sums.x = fmaf(h.y, h.y, sums.x);
-    }
-  }
-  __device__ static void finish_round(int, float2 total, Stats& s, const Params& p) {
-    s.rstd = rsqrtf(total.x / static_cast<float>(p.cols) + p.eps);
+  __device__ static void add_sums(int, float2& sums, const Vec16<T> (&in)[2], const Vec16<T>&,
+                                  const typename Base::Stats&) {
+    Base::add_squares(sums, rmsnorm_rows::add_packs(in[0], in[1]));
   }
   template <class Acc>
-  __device__ static void store_out(const Params& p, int64_t row, int64_t col, const Vec16<T> (&in)[2],
-                                   const Held& w, const Stats& s, Acc&) {
+  __device__ static void store_out(const FwdParams<T>& p, int64_t row, int64_t col,
+                                   const Vec16<T> (&in)[2], const Vec16<T>& w,
+                                   const typename Base::Stats& s, Acc&) {
     const Vec16<T> hv = rmsnorm_rows::add_packs(in[0], in[1]);
     const int64_t offset = row * p.cols + col;
     store_vec(p.h + offset, hv);
     store_vec(p.y + offset, rmsnorm_rows::normalize(hv, w, s.rstd));
   }
-  static T* col_grad(const Params&, int) { return nullptr; }
 };
 
 template <class T>
 void launch_v3(const FwdParams<T>& p, const LaunchArgs& a) {
-  const bool staged =
-      staged_rows::forward_rows_for_staged<FusedAddRmsnormStaged<T>>(ceil_div(p.cols, Vec16<T>::kSize));
-  if (!staged || !staged_rows::launch_staged<FusedAddRmsnormStaged<T>>(
-                     p, rmsnorm_rows::fwd_rows_aligned(p), a)) {
+  using Op = FusedAddRmsnormStaged<T>;
+  const bool staged = staged_rows::forward_rows_for_staged<Op>(ceil_div(p.cols, Vec16<T>::kSize));
+  if (!staged || !staged_rows::launch_staged<Op>(p, rmsnorm_rows::fwd_rows_aligned(p), a)) {
     rmsnorm_rows::launch_regs<T, true>(p, 0, stream_of(a));
   }
 }

@@ -266,11 +266,15 @@ struct RmsnormFwdStaged {
   __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
   __device__ static void add_sums(int, float2& sums, const Vec16<T> (&in)[1], const Held&,
                                   const Stats&) {
+    add_squares(sums, in[0]);
+  }
+  // sums.x += the squares of the pack's elements.
+  __device__ static void add_squares(float2& sums, const Vec16<T>& v) {
 #pragma unroll
     for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
-      const float2 v = get_pair(in[0], j);
-      sums.x = fmaf(v.x, v.x, sums.x);
-      sums.x = fmaf(v.y, v.y, sums.x);
+      const float2 e = get_pair(v, j);
+      sums.x = fmaf(e.x, e.x, sums.x);
+      sums.x = fmaf(e.y, e.y, sums.x);
     }
   }
   __device__ static void finish_round(int, float2 total, Stats& s, const Params& p) {
