@@ -235,16 +235,35 @@ inline DeviceLimits device_limits() {
   return DeviceLimits{((packed - 1) & 1) != 0, static_cast<size_t>((packed - 1) >> 1)};
 }
 
+// Forwards: rows of `packs` packs go to Op's staged kernels, clusters included
+// (KBENCH_FORWARD_CLUSTERS=1, the default), or (0, a knob for scripts/ab-flags.sh) only when
+// one block holds them (16384 bf16 at 4 packs per thread, 32768 at 8) or they are past
+// register capacity (65536 fp32), leaving the rest to the register-row kernels (row_layout.h).
+// Those were faster than clusters of one row per block (H100, rmsnorm at 32768 and 65536
+// bf16: 88.6 / 85.6% of the copy ceiling against 82.1 / 80.8%), not than two rows per block
+// (85.2 against 90.7% at 65536, kernels/rmsnorm/NOTES.md).
+#ifndef KBENCH_FORWARD_CLUSTERS
+#define KBENCH_FORWARD_CLUSTERS 1
+#endif
+template <class Op>
+bool forward_rows_for_staged(int64_t packs) {
+  return KBENCH_FORWARD_CLUSTERS || packs <= int64_t{kBlock} * Op::kPacks ||
+         packs > kMaxRegisterRowPacks;
+}
+
 // Launches Op's staged kernel and the finalize of its column gradients (if any) and returns
 // true, or returns false (launching nothing) when these rows are not for the staged kernels:
-// not 16-byte aligned (`aligned`, the caller's check of its tensors), or too wide for this
-// device. The caller then runs its register kernels.
+// not 16-byte aligned (`aligned`, the caller's check of its tensors), too wide for this
+// device, or (a forward) not forward_rows_for_staged. The caller then runs its register
+// kernels.
 template <class Op>
 bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs& a) {
   using T = typename Op::Type;
   const int64_t packs = p.cols / Vec16<T>::kSize;
   if (!aligned) return false;
-  if constexpr (Op::kColGrads > 0) {
+  if constexpr (Op::kColGrads == 0) {
+    if (!forward_rows_for_staged<Op>(packs)) return false;
+  } else {
     if (reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0) return false;
     require_workspace(a, workspace_bytes(a.shape, Op::kColGrads, a.sm_count), "staged rows");
   }
@@ -282,22 +301,6 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
                                                 Op::col_grad(p, 0), Op::col_grad(p, Op::kColGrads - 1));
   }
   return true;
-}
-
-// Forwards: rows of `packs` packs go to Op's staged kernels, clusters included
-// (KBENCH_FORWARD_CLUSTERS=1, the default), or (0, a knob for scripts/ab-flags.sh) only when
-// one block holds them (16384 bf16 at 4 packs per thread, 32768 at 8) or they are past
-// register capacity (65536 fp32), leaving the rest to the register-row kernels (row_layout.h).
-// Those were faster than clusters of one row per block (H100, rmsnorm at 32768 and 65536
-// bf16: 88.6 / 85.6% of the copy ceiling against 82.1 / 80.8%), not than two rows per block
-// (85.2 against 90.7% at 65536, kernels/rmsnorm/NOTES.md).
-#ifndef KBENCH_FORWARD_CLUSTERS
-#define KBENCH_FORWARD_CLUSTERS 1
-#endif
-template <class Op>
-bool forward_rows_for_staged(int64_t packs) {
-  return KBENCH_FORWARD_CLUSTERS || packs <= int64_t{kBlock} * Op::kPacks ||
-         packs > kMaxRegisterRowPacks;
 }
 
 }  // namespace kbench::staged_rows

@@ -105,8 +105,7 @@ struct FusedAddRmsnormStaged : rmsnorm_rows::RmsnormFwdStaged<T> {
 template <class T>
 void launch_v3(const FwdParams<T>& p, const LaunchArgs& a) {
   using Op = FusedAddRmsnormStaged<T>;
-  const bool staged = staged_rows::forward_rows_for_staged<Op>(ceil_div(p.cols, Vec16<T>::kSize));
-  if (!staged || !staged_rows::launch_staged<Op>(p, rmsnorm_rows::fwd_rows_aligned(p), a)) {
+  if (!staged_rows::launch_staged<Op>(p, rmsnorm_rows::fwd_rows_aligned(p), a)) {
     rmsnorm_rows::launch_regs<T, true>(p, 0, stream_of(a));
   }
 }

@@ -402,8 +402,7 @@ struct LayernormFwdStaged {
 template <class T>
 void launch_v4(const FwdParams<T>& p, const LaunchArgs& a) {
   using Op = LayernormFwdStaged<T>;
-  const bool staged = staged_rows::forward_rows_for_staged<Op>(ceil_div(p.cols, Vec16<T>::kSize));
-  if (!staged || !staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
+  if (!staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
     launch_v2(p, 0, stream_of(a));
   }
 }

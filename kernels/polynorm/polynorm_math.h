@@ -671,7 +671,7 @@ struct PolynormFwdStaged {
   static T* col_grad(const Params&, int) { return nullptr; }
 };
 
-// Rows the staged kernels leave (staged_rows::forward_rows_for_staged, unaligned rows) go to
+// Rows the staged kernels leave (unaligned rows) go to
 // v3's kernels.
 template <bool kHasMul>
 void launch_polynorm_fwd_v4(const LaunchArgs& a) {
@@ -679,8 +679,7 @@ void launch_polynorm_fwd_v4(const LaunchArgs& a) {
     using T = typename decltype(tag)::type;
     const FwdParams<T> p = fwd_params<T, kHasMul>(a);
     using Op = PolynormFwdStaged<T, kHasMul>;
-    const bool staged = staged_rows::forward_rows_for_staged<Op>(ceil_div(p.cols, Vec16<T>::kSize));
-    if (!staged || !staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
+    if (!staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
       launch_fwd_v2<T, kHasMul>(p, 0, stream_of(a));
     }
   });

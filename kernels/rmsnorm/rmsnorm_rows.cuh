@@ -291,8 +291,7 @@ struct RmsnormFwdStaged {
 template <class T>
 void launch_staged(const FwdParams<T>& p, const LaunchArgs& a) {
   using Op = RmsnormFwdStaged<T>;
-  const bool staged = staged_rows::forward_rows_for_staged<Op>(ceil_div(p.cols, Vec16<T>::kSize));
-  if (!staged || !staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
+  if (!staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
     launch_regs<T, false>(p, 0, stream_of(a));
   }
 }
