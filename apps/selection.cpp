@@ -47,7 +47,8 @@ void add_selection_options(CLI::App* cmd, Selection& s) {
   cmd->add_option("--seed", s.seed, "Seed of the random inputs (same seed, same inputs)")
       ->capture_default_str();
   cmd->add_option("--values", s.values,
-                  "Input values: normal | large (|x| ~ 1e3) | zero-rows (every 4th row of x zero)")
+                  "Input values: normal | large (|x| ~ 1e3) | zero-rows (every 4th row of x zero) | "
+                  "offset-rows (x + 4^(row % 5): means far from zero)")
       ->capture_default_str();
   cmd->add_flag("--verbose,-v", s.verbose, "Explain failing outputs on stderr");
 }

@@ -49,13 +49,15 @@ InputValues parse_input_values(const std::string& name) {
   if (name == "normal") return InputValues::normal;
   if (name == "large") return InputValues::large;
   if (name == "zero-rows") return InputValues::zero_rows;
-  throw UsageError("unknown --values '" + name + "' (valid: normal, large, zero-rows)");
+  if (name == "offset-rows") return InputValues::offset_rows;
+  throw UsageError("unknown --values '" + name + "' (valid: normal, large, zero-rows, offset-rows)");
 }
 
 const char* input_values_name(InputValues v) {
   switch (v) {
     case InputValues::large: return "large";
     case InputValues::zero_rows: return "zero-rows";
+    case InputValues::offset_rows: return "offset-rows";
     case InputValues::normal: break;
   }
   return "normal";
@@ -66,8 +68,9 @@ HostTensor make_input(const TensorSpec& spec, DType run_dtype, const Shape& shap
   const bool edge = spec.edge_values;
   const double scale = edge && values == InputValues::large ? kLargeValueScale : 1.0;
   // Zero rows only where the tensor has rows: an M x N tensor.
-  const bool zero_rows = edge && values == InputValues::zero_rows && spec.numel(shape) ==
-                                                                          shape.m * shape.n;
+  const bool has_rows = spec.numel(shape) == shape.m * shape.n;
+  const bool zero_rows = edge && values == InputValues::zero_rows && has_rows;
+  const bool offset_rows = edge && values == InputValues::offset_rows && has_rows;
   HostTensor t;
   t.dtype = tensor_dtype(spec, run_dtype);
   t.numel = spec.numel(shape);
@@ -82,6 +85,7 @@ HostTensor make_input(const TensorSpec& spec, DType run_dtype, const Shape& shap
         const double z = normal(state);
         double v = spec.init == Init::around_one ? 1.0 + 0.1 * z : z * scale;
         if (zero_rows && (i / shape.n) % 4 == 0) v = 0;
+        if (offset_rows) v += std::ldexp(1.0, 2 * static_cast<int>((i / shape.n) % 5));
         store_from_double(t.bytes.data(), t.dtype, static_cast<size_t>(i), v);
         t.values[i] = load_as_double(t.bytes.data(), t.dtype, static_cast<size_t>(i));
       }

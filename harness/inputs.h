@@ -21,12 +21,14 @@ DType tensor_dtype(const TensorSpec& spec, DType run_dtype);
 
 // What the tensors marked edge_values hold (`--values`): the normal random draw, the same
 // scaled to |x| ~ 1e3 (overflow in fp16 intermediates, x^3 in polynorm), or the normal draw
-// with every fourth row (rows 0, 4, 8, ...) all zero (eps alone keeps rstd finite).
-enum class InputValues { normal, large, zero_rows };
+// with every fourth row (rows 0, 4, 8, ...) all zero (eps alone keeps rstd finite), or the
+// normal draw plus a row offset of 4^(row % 5) (1 to 256: a mean up to 256 times the spread,
+// where a variance taken as E[x^2] - mean^2 in fp32 would lose its digits).
+enum class InputValues { normal, large, zero_rows, offset_rows };
 constexpr double kLargeValueScale = 1e3;
 
 InputValues parse_input_values(const std::string& name);  // UsageError naming a bad one
-const char* input_values_name(InputValues v);             // normal | large | zero-rows
+const char* input_values_name(InputValues v);             // normal | large | zero-rows | offset-rows
 
 // A seed for one tensor of one point, derived from the run's seed, so every point's inputs
 // are reproducible on their own (a point does not depend on which points ran before it).

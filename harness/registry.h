@@ -31,7 +31,8 @@ struct TensorSpec {
   TensorType type = TensorType::activation;
   Init init = Init::normal;
   // The values a norm takes its row statistics from (x; x and r for fused add). `--values
-  // large` scales them to |x| ~ 1e3 and `--values zero-rows` zeroes whole rows of them.
+  // large` scales them to |x| ~ 1e3, `--values zero-rows` zeroes whole rows of them and
+  // `--values offset-rows` moves rows' means far from zero (harness/inputs.h).
   bool edge_values = false;
 };
 

@@ -44,7 +44,7 @@ for bad in 0x4 4x abc 99999999999999999999x4 4x4x 1e3x4 ' 4x4' 4x-1; do
 done
 expect 2 "bad shape" run rmsnorm --shape=-1x4
 expect 2 "unknown sweep 'huge'" run rmsnorm --sweep huge
-expect 2 "unknown --values 'huge' (valid: normal, large, zero-rows)" check rmsnorm --values huge
+expect 2 "unknown --values 'huge' (valid: normal, large, zero-rows, offset-rows)" check rmsnorm --values huge
 expect 2 "l2" run rmsnorm --l2 warm
 expect 2 "bad --device 'x'" run rmsnorm --device x
 expect 2 "samples" run rmsnorm --samples 0

@@ -168,7 +168,34 @@ int max_active_clusters(void (*kernel)(Params...), int block, size_t shared_byte
   }
   return clusters;
 }
+
+// A launch that may begin while the stream's previous kernel is still finishing (programmatic
+// dependent launch, sm_90+; `overlap` false, or before sm_90: an ordinary launch). The kernel
+// must call wait_for_previous_grid() before it reads what that kernel wrote. This hides the
+// gap between a kernel and a short one that consumes its results (a backward's finalize).
+template <class... Params, class... Args>
+void launch_overlapping_previous(void (*kernel)(Params...), dim3 grid, int block,
+                                 gpuStream_t stream, bool overlap, Args&&... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(static_cast<unsigned>(block));
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = overlap ? 1 : 0;
+  KB_GPU_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
 #else
+#if defined(__HIP__)  // only HIP sources launch kernels (plain C++ cannot parse <<< >>>)
+template <class... Params, class... Args>
+void launch_overlapping_previous(void (*kernel)(Params...), dim3 grid, int block,
+                                 gpuStream_t stream, bool, Args&&... args) {
+  kernel<<<grid, block, 0, stream>>>(std::forward<Args>(args)...);
+  KB_GPU_CHECK_LAUNCH();
+}
+#endif
 template <class... Params, class... Args>
 void launch_in_clusters(void (*)(Params...), int, int, size_t, gpuStream_t, int, Args&&...) {
   throw RuntimeFailure("thread-block clusters need CUDA on sm_90 or newer");
@@ -178,5 +205,19 @@ int max_active_clusters(void (*)(Params...), int, size_t, int) {
   return 0;
 }
 #endif
+
+// The two sides of launch_overlapping_previous. A kernel launched that way waits here until the
+// previous kernel has finished and its writes are visible (no-op otherwise, and before sm_90).
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// The kernel before it lets it start early: once every block has called this (or exited).
+__device__ __forceinline__ void allow_next_grid_to_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
 
 }  // namespace kbench

@@ -92,20 +92,30 @@ __device__ __forceinline__ void fold_teams(float (*acc)[kCols], float* exchange)
   }
 }
 
-// out[j] = sum of the partial rows' column j. A block takes 32 columns (one 128-byte line of
-// each fp32 partial row) and kFinalizeGroups groups of threads split the partial rows; each
-// thread keeps 4 loads in flight, then the groups' sums are added in a fixed order
-// (deterministic). kOutputs = 2: blockIdx.y picks out0 (0) or out1 (1), whose num_partials
-// partial rows follow out0's in the workspace.
+// out[j] = sum of the partial rows' column j. A block takes 32 groups of kCols columns (kCols
+// = 4: 16-byte loads, where the rows allow; 1 otherwise) and kFinalizeGroups groups of threads
+// split the partial rows; each thread issues up to kFinalizeInFlight loads before it adds
+// them, then the groups' sums are added in a fixed order (deterministic). kOutputs = 2:
+// blockIdx.y picks out0 (0) or out1 (1), whose num_partials partial rows follow out0's in the
+// workspace. Launched to overlap the end of the kernel that wrote the partial rows
+// (launch_finalize_partial_rows), so it waits for that kernel first.
+//
+// Four columns per thread keep a 65536-wide finalize to about two waves of blocks instead of
+// eight: on the H100 that lifted the staged backwards at 65536 bf16 from 73.4 / 76.6 / 58.8% of
+// the copy ceiling (rmsnorm_bwd, fused_add_rmsnorm_bwd, layernorm_bwd) to 83.7 / 84.7 / 74.6%,
+// and at 32768 by 3.5-10 points (kernels/rmsnorm/NOTES.md).
 constexpr int kFinalizeCols = 32;
 constexpr int kFinalizeGroups = 16;
+template <int kCols>
+constexpr int kFinalizeInFlight = kCols == 4 ? 8 : 16;
 
-template <class T, int kOutputs>
+template <class T, int kOutputs, int kCols>
 __global__ void __launch_bounds__(kFinalizeCols * kFinalizeGroups)
     finalize_partial_rows(const float* partials, int64_t num_partials, int64_t cols, T* out0,
                           T* out1) {
   static_assert(kOutputs == 1 || kOutputs == 2);
-  __shared__ float group_sums[kFinalizeGroups][kFinalizeCols];
+  static_assert(kCols == 1 || kCols == 4);
+  __shared__ float group_sums[kFinalizeGroups][kFinalizeCols * kCols];
   const float* rows = partials;
   T* out = out0;
   if constexpr (kOutputs == 2) {
@@ -114,36 +124,58 @@ __global__ void __launch_bounds__(kFinalizeCols * kFinalizeGroups)
   }
   const int c = threadIdx.x % kFinalizeCols;
   const int group = threadIdx.x / kFinalizeCols;
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kFinalizeCols + c;
-  float s[4] = {0.f, 0.f, 0.f, 0.f};
+  const int64_t col = (static_cast<int64_t>(blockIdx.x) * kFinalizeCols + c) * kCols;
+  wait_for_previous_grid();
+  float s[kCols] = {};
   if (col < cols) {
-    for (int64_t r = group; r < num_partials; r += 4 * kFinalizeGroups) {
+    for (int64_t r = group; r < num_partials; r += kFinalizeInFlight<kCols> * kFinalizeGroups) {
+      float v[kFinalizeInFlight<kCols>][kCols];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
+      for (int u = 0; u < kFinalizeInFlight<kCols>; ++u) {
         const int64_t ru = r + u * kFinalizeGroups;
-        if (ru < num_partials) s[u] += rows[ru * cols + col];
+        load_partial<kCols == 4, kCols>(v[u], rows + (ru < num_partials ? ru : 0) * cols, col,
+                                        ru < num_partials ? cols : 0);
+      }
+#pragma unroll
+      for (int u = 0; u < kFinalizeInFlight<kCols>; ++u) {
+#pragma unroll
+        for (int i = 0; i < kCols; ++i) s[i] += v[u][i];
       }
     }
   }
-  group_sums[group][c] = (s[0] + s[1]) + (s[2] + s[3]);
-  __syncthreads();
-  if (group == 0 && col < cols) {
-    float total = 0.f;
 #pragma unroll
-    for (int g = 0; g < kFinalizeGroups; ++g) total += group_sums[g][c];
-    out[col] = from_float<T>(total);
+  for (int i = 0; i < kCols; ++i) group_sums[group][c * kCols + i] = s[i];
+  __syncthreads();
+  if (group == 0) {
+#pragma unroll
+    for (int i = 0; i < kCols; ++i) {
+      if (col + i >= cols) break;
+      float total = 0.f;
+#pragma unroll
+      for (int g = 0; g < kFinalizeGroups; ++g) total += group_sums[g][c * kCols + i];
+      out[col + i] = from_float<T>(total);
+    }
   }
 }
 
 // Sums num_partials partial rows of `cols` fp32 columns into out0; kOutputs = 2: the next
-// num_partials rows into out1 as well, in the same launch.
+// num_partials rows into out1 as well, in the same launch. `overlap` (sm_90+): launched while
+// the kernel that wrote the partial rows is still finishing (launch_overlapping_previous),
+// which hides the launch gap between the two; the finalize waits for that kernel before it
+// reads. KBENCH_OVERLAP_FINALIZE=0 turns it off (a knob for scripts/ab-flags.sh).
+#ifndef KBENCH_OVERLAP_FINALIZE
+#define KBENCH_OVERLAP_FINALIZE 1
+#endif
 template <int kOutputs, class T>
 void launch_finalize_partial_rows(gpuStream_t stream, const float* partials, int64_t num_partials,
-                                  int64_t cols, T* out0, T* out1 = nullptr) {
-  const dim3 grid(static_cast<unsigned>(ceil_div(cols, kFinalizeCols)), kOutputs);
-  finalize_partial_rows<T, kOutputs><<<grid, kFinalizeCols * kFinalizeGroups, 0, stream>>>(
-      partials, num_partials, cols, out0, out1);
-  KB_GPU_CHECK_LAUNCH();
+                                  int64_t cols, T* out0, T* out1 = nullptr, bool overlap = false) {
+  const bool vector = cols % 4 == 0 && reinterpret_cast<uintptr_t>(partials) % 16 == 0;
+  const int64_t threads_per_row = vector ? cols / 4 : cols;
+  const dim3 grid(static_cast<unsigned>(ceil_div(threads_per_row, kFinalizeCols)), kOutputs);
+  auto* kernel = vector ? finalize_partial_rows<T, kOutputs, 4> : finalize_partial_rows<T, kOutputs, 1>;
+  launch_overlapping_previous(kernel, grid, kFinalizeCols * kFinalizeGroups, stream,
+                              overlap && KBENCH_OVERLAP_FINALIZE, partials, num_partials, cols,
+                              out0, out1);
 }
 
 }  // namespace kbench

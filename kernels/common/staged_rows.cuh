@@ -18,6 +18,10 @@
 //   staged_row(p, i, row)                       staged tensor i's row
 //   add_sums(round, sums, in, held, stats)      one pack's part of round `round`'s sums
 //   finish_round(round, total, stats, p)        the row's (cluster-wide) sums -> stats
+//   needs_round(round, stats)  (optional)       false: skip round `round` (> 0) and those after
+//                                               it for this row; stats are built from sums
+//                                               that are bitwise the same in every thread of
+//                                               the row's team and cluster, so all agree
 //   store_out(p, row, col, in, held, stats, acc)  the output pack(s) at (row, col) (y; y and
 //                                               h; dx); acc[g * V + e] += gradient g of its
 //                                               element e
@@ -156,6 +160,9 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
     typename Op::Stats stats;
 #pragma unroll
     for (int round = 0; round < Op::kRounds; ++round) {
+      if constexpr (requires { Op::needs_round(round, stats); }) {
+        if (round > 0 && !Op::needs_round(round, stats)) break;  // the same in the whole cluster
+      }
       Sums sums{};
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
@@ -178,6 +185,7 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
     }
     stage = stage + 1 == kStages ? 0 : stage + 1;
   }
+  allow_next_grid_to_start();  // a backward's finalize (launch_finalize_partial_rows)
 
   // No block leaves while a peer may still send to it (each waits for all values it is sent,
   // but the last sends should not race the exit either).
@@ -297,8 +305,8 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   });
   if (!launched || clusters == 0) return false;
   if constexpr (Op::kColGrads > 0) {
-    launch_finalize_partial_rows<Op::kColGrads>(stream, partials, clusters, p.cols,
-                                                Op::col_grad(p, 0), Op::col_grad(p, Op::kColGrads - 1));
+    launch_finalize_partial_rows<Op::kColGrads>(stream, partials, clusters, p.cols, Op::col_grad(p, 0),
+                                                Op::col_grad(p, Op::kColGrads - 1), limits.clusters);
   }
   return true;
 }

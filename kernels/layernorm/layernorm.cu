@@ -6,9 +6,11 @@
 // bytes, about 4*M*N bytes in bf16. Every version below is memory bound; the question is how
 // close it gets to the copy bandwidth.
 //
-// The variance is always taken in two passes (mean first, then the sum of squared deviations),
-// never as E[x^2] - mean^2: with |x| ~ 1e3 and a spread of 1, that difference loses six of
-// fp32's seven digits. Held in registers, the second pass costs no memory traffic.
+// The variance is taken in two passes (mean first, then the sum of squared deviations), not as
+// E[x^2] - mean^2: with |x| ~ 1e3 and a spread of 1, that difference loses six of fp32's seven
+// digits. Held in registers, the second pass costs no memory traffic. v4 alone sums x and x^2
+// in one round and adds the second round only for rows where that would lose too much
+// (one_pass_variance.h): one team reduction (and cluster exchange) per row instead of two.
 //
 // Versions (each one registered at the end of this file as an impl of op "layernorm"):
 //   v1_naive        one 256-thread block per row, scalar loads, three passes over x: sum (the
@@ -26,9 +28,10 @@
 //   v3_vec16_rows_grid  v2's kernels on a non-persistent grid (as rmsnorm's v4_vec16_rows_grid):
 //                   a finishing block's slot is refilled by one whose loads start at once.
 //   v4_vec16_staged x staged in shared memory by async copies, the next rows in flight while
-//                   this one is summed twice and written (kernels/common/staged_rows.cuh, as
-//                   rmsnorm's v5_vec16_staged); w and b held in registers. Rows up to 16384
-//                   bf16 and past register capacity; v3's kernels for the rest.
+//                   this one is summed and written (kernels/common/staged_rows.cuh, as
+//                   rmsnorm's v5_vec16_staged); w and b held in registers. One round of sums
+//                   (x, x^2) per row, a second only where it would lose digits
+//                   (one_pass_variance.h). Clusters past 16384 bf16.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -42,6 +45,7 @@
 #include "kernels/common/row_layout.h"
 #include "kernels/common/staged_rows.cuh"
 #include "kernels/common/vec.h"
+#include "kernels/layernorm/one_pass_variance.h"
 
 namespace kbench {
 namespace {
@@ -122,6 +126,20 @@ __device__ __forceinline__ void add_elements(float2& acc, const Vec16<T>& xv) {
     const float2 x = get_pair(xv, j);
     acc.x += x.x;
     acc.y += x.y;
+  }
+}
+
+// acc.x += x and acc.y += x^2 over the pack's elements (one round of sums for the variance,
+// one_pass_variance.h).
+template <class T>
+__device__ __forceinline__ void add_elements_and_squares(float2& acc, const Vec16<T>& xv) {
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 x = get_pair(xv, j);
+    acc.x += x.x;
+    acc.x += x.y;
+    acc.y = fmaf(x.x, x.x, acc.y);
+    acc.y = fmaf(x.y, x.y, acc.y);
   }
 }
 
@@ -364,11 +382,13 @@ struct LayernormFwdStaged {
   using Sums = float2;
   static constexpr int kStaged = 1;  // x
   static constexpr int kPacks = staged_rows::kPacks;
-  static constexpr int kRounds = 2;    // sum x, then sum (x - mean)^2 (each over .x + .y)
+  // (sum x, sum x^2); then, for rows one_pass_variance_ok turns down, sum (x - mean)^2.
+  static constexpr int kRounds = 2;
   static constexpr int kColGrads = 0;  // none
   struct Stats {
     float mean;
     float rstd;
+    bool second_round;
   };
 
   __device__ static const T* staged_row(const Params& p, int, int64_t row) { return p.x + row * p.cols; }
@@ -378,7 +398,7 @@ struct LayernormFwdStaged {
   __device__ static void add_sums(int round, float2& sums, const Vec16<T> (&in)[1], const Held&,
                                   const Stats& s) {
     if (round == 0) {
-      add_elements(sums, in[0]);
+      add_elements_and_squares(sums, in[0]);
     } else {
       add_sq_deviations<T, true>(sums, in[0], s.mean, Vec16<T>::kSize);
     }
@@ -386,11 +406,15 @@ struct LayernormFwdStaged {
   __device__ static void finish_round(int round, float2 total, Stats& s, const Params& p) {
     const float n = static_cast<float>(p.cols);
     if (round == 0) {
-      s.mean = (total.x + total.y) / n;
+      s.mean = total.x / n;
+      const float var = fmaf(-s.mean, s.mean, total.y / n);
+      s.second_round = !one_pass_variance_ok<T>(s.mean, var);
+      s.rstd = rsqrtf(fmaxf(var, 0.f) + p.eps);
     } else {
       s.rstd = rsqrtf((total.x + total.y) / n + p.eps);
     }
   }
+  __device__ static bool needs_round(int, const Stats& s) { return s.second_round; }
   template <class Acc>
   __device__ static void store_out(const Params& p, int64_t row, int64_t col, const Vec16<T> (&in)[1],
                                    const Held& h, const Stats& s, Acc&) {

@@ -35,7 +35,9 @@
 //                         each team's next rows in flight (kernels/common/staged_rows.cuh):
 //                         one 512-thread block per SM, teams of 32-512 threads per row, a
 //                         cluster of 2-8 blocks per row past 16384 bf16; dw and db in fp32
-//                         registers, one partial row pair per block. Unaligned rows: v2.
+//                         registers, one partial row pair per block. One round of row sums
+//                         (x, g, x^2, g * x) where the variance allows (one_pass_variance.h),
+//                         else v2's two. Unaligned rows: v2.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -50,6 +52,7 @@
 #include "kernels/common/reduce.h"
 #include "kernels/common/staged_rows.cuh"
 #include "kernels/common/vec.h"
+#include "kernels/layernorm/one_pass_variance.h"
 
 namespace kbench {
 namespace {
@@ -184,6 +187,28 @@ __device__ __forceinline__ void add_sums_1(float2& sums, const Vec16<T>& dyv, co
   }
 }
 
+// Round 1 of the staged kernel (v3): sums.x += x, sums.y += g, sums.z += x^2, sums.w += g * x.
+template <class T>
+__device__ __forceinline__ void add_sums_1_and_products(float4& sums, const Vec16<T>& dyv,
+                                                        const Vec16<T>& xv, const Vec16<T>& wv) {
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 dy = get_pair(dyv, j);
+    const float2 x = get_pair(xv, j);
+    const float2 w = get_pair(wv, j);
+    const float g0 = __fmul_rn(dy.x, w.x);
+    const float g1 = __fmul_rn(dy.y, w.y);
+    sums.x += x.x;
+    sums.x += x.y;
+    sums.y += g0;
+    sums.y += g1;
+    sums.z = fmaf(x.x, x.x, sums.z);
+    sums.z = fmaf(x.y, x.y, sums.z);
+    sums.w = fmaf(g0, x.x, sums.w);
+    sums.w = fmaf(g1, x.y, sums.w);
+  }
+}
+
 // Round 2: sums.x += (x - mean)^2 and sums.y += g * (x - mean) over the pack's elements that lie
 // in the row (`valid` of them: <= 0 none, >= kSize all). Padded slots hold x = dy = w = 0;
 // subtracting 0 instead of the mean there makes both terms 0 (one select per pack when
@@ -239,14 +264,20 @@ __device__ __forceinline__ Vec16<T> pack_dx(const Vec16<T>& dyv, const Vec16<T>&
   return dxv;
 }
 
+// From the row's means: of x, of g, of xc^2 (the variance) and of g * xc.
+__device__ __forceinline__ RowCoefs row_coefs(float mean, float mean_g, float var, float mean_g_xc,
+                                              float eps) {
+  RowCoefs r;
+  r.mean = mean;
+  r.mean_g = mean_g;
+  r.rstd = rsqrtf(var + eps);
+  r.c = r.rstd * r.rstd * mean_g_xc;
+  return r;
+}
+
 // From the two rounds' team sums (the same in every thread of the team).
 __device__ __forceinline__ RowCoefs row_coefs(float2 sums_1, float2 sums_2, float n, float eps) {
-  RowCoefs r;
-  r.mean = sums_1.x / n;
-  r.mean_g = sums_1.y / n;
-  r.rstd = rsqrtf(sums_2.x / n + eps);
-  r.c = r.rstd * r.rstd * (sums_2.y / n);
-  return r;
+  return row_coefs(sums_1.x / n, sums_1.y / n, sums_2.x / n, sums_2.y / n, eps);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -598,37 +629,48 @@ struct LayernormBwdStaged {
   using Type = T;
   using Params = BwdParams<T>;
   using Held = Vec16<T>;              // w
-  using Sums = float2;
+  using Sums = float4;
   static constexpr int kStaged = 2;   // dy, x
   static constexpr int kPacks = staged_rows::kPacks;
-  static constexpr int kRounds = 2;   // (sum x, sum g), then (sum xc^2, sum g * xc)
+  // (sum x, sum g, sum x^2, sum g * x); then, for rows one_pass_variance_ok turns down,
+  // (sum xc^2, sum g * xc) with xc = x - mean.
+  static constexpr int kRounds = 2;
   static constexpr int kColGrads = 2; // dw, db
   struct Stats {
-    float2 sums_1;
     RowCoefs coefs;
+    bool second_round;
   };
 
   __device__ static const T* staged_row(const Params& p, int i, int64_t row) {
     return (i == 0 ? p.dy : p.x) + row * p.cols;
   }
   __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
-  __device__ static void add_sums(int round, float2& sums, const Vec16<T> (&in)[kStaged],
+  __device__ static void add_sums(int round, float4& sums, const Vec16<T> (&in)[kStaged],
                                   const Held& w, const Stats& s) {
     if (round == 0) {
-      add_sums_1(sums, in[0], in[1], w);
+      add_sums_1_and_products(sums, in[0], in[1], w);
     } else {
-      add_sums_2<T, true>(sums, in[0], in[1], w, s.coefs.mean, Vec16<T>::kSize);
+      float2 sums_2 = make_float2(sums.x, sums.y);
+      add_sums_2<T, true>(sums_2, in[0], in[1], w, s.coefs.mean, Vec16<T>::kSize);
+      sums.x = sums_2.x;
+      sums.y = sums_2.y;
     }
   }
-  __device__ static void finish_round(int round, float2 total, Stats& s, const Params& p) {
+  __device__ static void finish_round(int round, float4 total, Stats& s, const Params& p) {
     const float n = static_cast<float>(p.cols);
     if (round == 0) {
-      s.sums_1 = total;
-      s.coefs.mean = total.x / n;
+      const float mean = total.x / n;
+      const float mean_g = total.y / n;
+      const float var = fmaf(-mean, mean, total.z / n);
+      // mean((x - mean) * g) from the same round: cancels no worse than the variance.
+      const float cov = fmaf(-mean, mean_g, total.w / n);
+      s.second_round = !one_pass_variance_ok<T>(mean, var);
+      s.coefs = row_coefs(mean, mean_g, fmaxf(var, 0.f), cov, p.eps);
     } else {
-      s.coefs = row_coefs(s.sums_1, total, n, p.eps);
+      s.coefs = row_coefs(s.coefs.mean, s.coefs.mean_g, total.x / n, total.y / n, p.eps);
     }
   }
+  __device__ static bool needs_round(int, const Stats& s) { return s.second_round; }
   // acc: dw of the pack's V elements, then db's.
   __device__ static void store_out(const Params& p, int64_t row, int64_t col,
                                    const Vec16<T> (&in)[kStaged], const Held& w, const Stats& s,

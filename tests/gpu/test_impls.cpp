@@ -50,7 +50,8 @@ std::vector<Shape> edge_shapes() {
 
 bool is_test_only(const ImplDescriptor& impl) { return impl.name.rfind("test_", 0) == 0; }
 
-// Inputs at the edges of the value range (--values): |x| ~ 1e3 and all-zero rows, on shapes
+// Inputs at the edges of the value range (--values): |x| ~ 1e3, all-zero rows and rows offset
+// far from zero (layernorm's one-round variance must step aside there), on shapes
 // that cover every kernel path (warp teams, block teams, two-pass rows, M = 1).
 std::vector<Shape> edge_value_shapes() {
   return {{1, 1},       {7, 127},    {7, 4097},   {3, 8193},
@@ -69,7 +70,7 @@ std::vector<Point> all_points() {
   for (const OpDescriptor* op : Registry::instance().ops())
     for (DType t : op->dtypes) {
       for (const Shape& s : edge_shapes()) points.push_back({op->name, t, s});
-      for (InputValues v : {InputValues::large, InputValues::zero_rows})
+      for (InputValues v : {InputValues::large, InputValues::zero_rows, InputValues::offset_rows})
         for (const Shape& s : edge_value_shapes()) points.push_back({op->name, t, s, v});
     }
   return points;
@@ -108,6 +109,7 @@ std::string point_name(const testing::TestParamInfo<Point>& info) {
                      shape_to_string(info.param.shape);
   if (info.param.values == InputValues::large) name += "_large";
   if (info.param.values == InputValues::zero_rows) name += "_zero_rows";
+  if (info.param.values == InputValues::offset_rows) name += "_offset_rows";
   return name;
 }
 

@@ -45,11 +45,31 @@ TEST(InputValues, ZeroRowsZeroesEveryFourthRowOfEdgeTensors) {
   for (double v : w.values) EXPECT_GT(v, 0.3);
 }
 
+TEST(InputValues, OffsetRowsMoveEachRowsMeanByAPowerOfFour) {
+  const Shape shape{9, 4096};
+  const TensorSpec x = with_edge_values(rows_by_cols("x"));
+  const HostTensor normal = make_input(x, DType::f32, shape, 5);
+  const HostTensor offset = make_input(x, DType::f32, shape, 5, InputValues::offset_rows);
+  for (int64_t row = 0; row < shape.m; ++row) {
+    const double expected = std::ldexp(1.0, 2 * static_cast<int>(row % 5));
+    for (int64_t j = 0; j < shape.n; ++j) {
+      const size_t i = static_cast<size_t>(row * shape.n + j);
+      EXPECT_NEAR(offset.values[i] - normal.values[i], expected, 1e-3 * expected) << row << "," << j;
+    }
+  }
+  // Tensors not marked edge_values keep the normal draw.
+  const TensorSpec dy = rows_by_cols("dy");
+  EXPECT_EQ(make_input(dy, DType::f32, shape, 5, InputValues::offset_rows).values,
+            make_input(dy, DType::f32, shape, 5).values);
+}
+
 TEST(InputValues, ParsesNamesAndRejectsOthers) {
   EXPECT_EQ(parse_input_values("normal"), InputValues::normal);
   EXPECT_EQ(parse_input_values("large"), InputValues::large);
   EXPECT_EQ(parse_input_values("zero-rows"), InputValues::zero_rows);
   EXPECT_STREQ(input_values_name(InputValues::zero_rows), "zero-rows");
+  EXPECT_EQ(parse_input_values("offset-rows"), InputValues::offset_rows);
+  EXPECT_STREQ(input_values_name(InputValues::offset_rows), "offset-rows");
   EXPECT_THROW(parse_input_values("zero_rows"), UsageError);
 }
 
