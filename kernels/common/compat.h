@@ -170,7 +170,7 @@ int max_active_clusters(void (*kernel)(Params...), int block, size_t shared_byte
 }
 
 // A launch that may begin while the stream's previous kernel is still finishing (programmatic
-// dependent launch, sm_90+; `overlap` false, or before sm_90: an ordinary launch). The kernel
+// dependent launch, sm_90+; callers pass `overlap` false before sm_90: an ordinary launch). The kernel
 // must call wait_for_previous_grid() before it reads what that kernel wrote. This hides the
 // gap between a kernel and a short one that consumes its results (a backward's finalize).
 template <class... Params, class... Args>
