@@ -133,6 +133,29 @@ __device__ __forceinline__ void send_async(uint32_t slot, float4 v, uint32_t bar
 #endif
 }
 
+// A plain store to distributed shared memory (an address from peer_address); visible to the
+// peer after the next cluster_sync().
+__device__ __forceinline__ void store_to_peer(uint32_t address, float4 v) {
+#if KBENCH_CLUSTER_DEVICE
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "f"(v.x),
+               "f"(v.y), "f"(v.z), "f"(v.w)
+               : "memory");
+#else
+  (void)address, (void)v;
+  no_clusters_here();
+#endif
+}
+
+// Whole float4s of sums, 16 bytes per store (the mbarrier counts their bytes together).
+template <int K>
+__device__ __forceinline__ void send_async(uint32_t slot, const RowSums<K>& v, uint32_t bar) {
+  static_assert(K % 4 == 0, "sent as float4s");
+#pragma unroll
+  for (int i = 0; i < K / 4; ++i) {
+    send_async(slot + 16 * i, make_float4(v.v[4 * i], v.v[4 * i + 1], v.v[4 * i + 2], v.v[4 * i + 3]), bar);
+  }
+}
+
 // The sum of v over the blocks of the cluster, where v is the same in every thread of a team
 // (lane: the thread's index in its team, team: the team's index in its block). Every thread of
 // the team, in every block of the cluster, calls it, `call` counting the team's calls from 0

@@ -53,6 +53,25 @@ __device__ __forceinline__ float4 warp_reduce_sum(float4 v) {
   return v;
 }
 
+// K sums at once, K interleaved butterfly chains (polynorm: three in its forward, seven in its
+// backward). Whole float4s of them are 16-byte aligned: the staged kernels send them to the
+// other blocks of a cluster 16 bytes at a time (cluster.h).
+template <int K>
+struct alignas(K % 4 == 0 ? 16 : 4) RowSums {
+  float v[K];
+};
+
+template <int K>
+__device__ __forceinline__ RowSums<K> warp_reduce_sum(RowSums<K> s, int width = kWarpSize) {
+#pragma unroll
+  for (int mask = kWarpSize / 2; mask > 0; mask /= 2) {
+    if (mask >= width) continue;
+#pragma unroll
+    for (int k = 0; k < K; ++k) s.v[k] += shfl_xor(s.v[k], mask);
+  }
+  return s;
+}
+
 // Every thread of the block ends with the block's sum. `scratch` holds kMaxWarps floats of
 // shared memory; blockDim.x must be a multiple of kWarpSize. Safe to call repeatedly with
 // the same scratch (it synchronizes before reuse).
@@ -89,6 +108,12 @@ __device__ __forceinline__ void add_to(float4& acc, float4 v) {
   acc.y += v.y;
   acc.z += v.z;
   acc.w += v.w;
+}
+
+template <int K>
+__device__ __forceinline__ void add_to(RowSums<K>& acc, const RowSums<K>& v) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) acc.v[k] += v.v[k];
 }
 
 // A barrier over this thread's team only, so that the other teams of the block run on: named

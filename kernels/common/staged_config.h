@@ -57,14 +57,15 @@ struct StagedConfig {
 // One 512-thread block per SM, kPacks packs per thread (the op's: 4 or 8): teams of a warp (32
 // threads, 64 on AMD) to 512 threads per row (16 to 1 rows per block at a time; rows up to
 // 512 x kPacks packs: 16384 bf16 at 4), then clusters of 2, 4 or 8 blocks per row with
-// KBENCH_CLUSTER_TEAM threads of each block on a row (teams of 256 at 4 packs: rows up to
-// 65536 bf16), then whole blocks in a cluster of 8. Calls f(StagedConfig<...>{}) and returns
+// kClusterTeam threads of each block on a row (the op's, by default KBENCH_CLUSTER_TEAM: teams
+// of 256 at 4 packs hold rows up to 65536 bf16), then teams of 256 and whole blocks in a
+// cluster of 8. Calls f(StagedConfig<...>{}) and returns
 // true, or returns false for rows wider than 8 blocks hold (131072 bf16 at 4 packs) or,
 // without clusters, than one block holds. One block per SM, not several smaller ones: a
 // backward writes one N-wide fp32 partial row per block, and 264 or 528 of them cost 3-5
 // points of the copy ceiling against 132 (H100, kernels/rmsnorm/NOTES.md); several rows per
 // block keep as many rows in flight as several blocks would.
-template <int kWarpSize, int kPacks, class F>
+template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -79,11 +80,14 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   if (packs <= 256 * kPacks) return f(StagedConfig<256, 1, kPacks>{}), true;
   if (packs <= 512 * kPacks) return f(StagedConfig<512, 1, kPacks>{}), true;
   if (!clusters) return false;
-  constexpr int kTeam = KBENCH_CLUSTER_TEAM;
+  constexpr int kTeam = kClusterTeam;
   static_assert(kTeam >= kWarpTeam && kTeam <= kBlock && kBlock % kTeam == 0);
   if (packs <= 2 * kTeam * kPacks) return f(StagedConfig<kTeam, 2, kPacks>{}), true;
   if (packs <= 4 * kTeam * kPacks) return f(StagedConfig<kTeam, 4, kPacks>{}), true;
   if (packs <= 8 * kTeam * kPacks) return f(StagedConfig<kTeam, 8, kPacks>{}), true;
+  if constexpr (kTeam < 256) {
+    if (packs <= 8 * 256 * kPacks) return f(StagedConfig<256, 8, kPacks>{}), true;
+  }
   if (packs <= 8 * kBlock * kPacks) return f(StagedConfig<kBlock, 8, kPacks>{}), true;
   return false;
 }

@@ -6,7 +6,7 @@
 // One skeleton serves norm forwards and backwards; an op plugs in its arithmetic as a policy
 // (rmsnorm_bwd_rows.cuh's RmsnormBwdStaged is a complete one):
 //   using Type, Params;              element type; the kernel's parameters (rows, cols, eps..)
-//   using Sums;                      a round's row sums: float2, or float4 (polynorm: three)
+//   using Sums;                      a round's row sums: float2, float4 or RowSums<8> (reduce.h)
 //   kStaged                          row tensors staged per row (x; dy, x, ...), read once each
 //   kPacks                           16-byte packs per thread per staged tensor: kForwardPacks
 //                                    (8) for a forward of one staged tensor, else kPacks (4)
@@ -26,6 +26,12 @@
 //                                               h; dx); acc[g * V + e] += gradient g of its
 //                                               element e
 //   col_grad(p, g)                              where column gradient g goes
+//   kClusterTeam  (optional)                    threads per row in a block of a cluster, if not
+//                                               KBENCH_CLUSTER_TEAM (staged_config.h)
+//   row_total(stats)  (optional)                a float4 per row summed over all rows (polynorm's
+//                                               dw and db: scalar gradients); with it
+//   finish_totals(p, totals, count, stream, overlap)  host: adds the kernel's `count` float4
+//                                               partial totals (one per cluster) into the outputs
 //
 // Layout: one 512-thread block per SM (a persistent grid). A team of kTeam threads (a warp up to
 // the whole block) owns one row at a time, so a block works on 16 to 1 rows at once; rows wider
@@ -40,7 +46,9 @@
 // the teams fold their column gradients together and each block writes one fp32 partial row (its
 // slice, in a cluster) per gradient to the workspace; finalize_partial_rows (partials.h) adds them,
 // deterministic. One block per SM keeps those partial rows few: 132 N-wide rows on an H100, against
-// 264-528 with smaller blocks, which measured 3-5 points of the copy ceiling lower.
+// 264-528 with smaller blocks, which measured 3-5 points of the copy ceiling lower; where each
+// block has few rows (so the partial rows are a larger part of the traffic), pairs of blocks
+// launched as a cluster fold theirs into one (fold_cluster, launch_folded): 66.
 //
 // Shared memory per block: kStages x kStaged tensors x kPacks x 512 threads x 16 bytes, kStages
 // as many as fit 200 KB (at most 4): at 4 packs, 4 stages of one tensor, 3 of two (192 KB), 2
@@ -65,7 +73,68 @@
 
 namespace kbench::staged_rows {
 
-template <class Op, class Config, int kStages>
+// Threads per row in a block of a cluster: Op::kClusterTeam where the op has one, else
+// KBENCH_CLUSTER_TEAM (staged_config.h).
+template <class Op>
+constexpr int cluster_team() {
+  if constexpr (requires { Op::kClusterTeam; }) {
+    return Op::kClusterTeam;
+  } else {
+    return KBENCH_CLUSTER_TEAM;
+  }
+}
+
+// Does Op sum a float4 per row over all rows (row_total, finish_totals)?
+template <class Op>
+constexpr bool has_row_totals = requires(const typename Op::Stats& s) { Op::row_total(s); };
+
+// The column gradients of the kFold blocks of a cluster, each on rows of its own, into one
+// partial row: rank r collects every block's packs k with k % kFold == r (team 0's, which holds
+// its block's after fold_teams), adds them in rank order (deterministic) and writes only those.
+// kFold times fewer partial rows to write and for the finalize to read back. `exchange`: the
+// stage buffers, kPacks x kAcc x kTeam floats. Every thread of every block of the cluster calls it.
+template <int kFold, int kTeam, int kPacks, int kAcc>
+__device__ __forceinline__ void fold_cluster(float (&acc)[kPacks][kAcc], float4* exchange, bool holder,
+                                             int lane) {
+  static_assert(kPacks % kFold == 0 && kAcc % 4 == 0);
+  const int rank = cluster_rank<kFold>();
+  // Sender q's float4 c of its pack k (k / kFold among its owner's), this lane's: lane fastest.
+  const auto slot = [lane](int q, int k, int c) {
+    return ((q * (kPacks / kFold) + k / kFold) * (kAcc / 4) + c) * kTeam + lane;
+  };
+  const auto quad = [&acc](int k, int c) {
+    return make_float4(acc[k][4 * c], acc[k][4 * c + 1], acc[k][4 * c + 2], acc[k][4 * c + 3]);
+  };
+  cluster_sync();  // every block of the cluster is done with its stage buffers
+  if (holder) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (k % kFold == rank) continue;
+#pragma unroll
+      for (int c = 0; c < kAcc / 4; ++c) store_to_peer(peer_address(exchange + slot(rank, k, c), k % kFold), quad(k, c));
+    }
+  }
+  cluster_sync();  // every block's stores have landed
+  if (holder) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (k % kFold != rank) continue;
+#pragma unroll
+      for (int c = 0; c < kAcc / 4; ++c) {
+        float4 total = rank == 0 ? quad(k, c) : exchange[slot(0, k, c)];
+        for (int q = 1; q < kFold; ++q) add_to(total, q == rank ? quad(k, c) : exchange[slot(q, k, c)]);
+        acc[k][4 * c] = total.x;
+        acc[k][4 * c + 1] = total.y;
+        acc[k][4 * c + 2] = total.z;
+        acc[k][4 * c + 3] = total.w;
+      }
+    }
+  }
+}
+
+// kFold > 1 (backwards whose rows fit one block, kCluster = 1): launched in clusters of kFold
+// blocks that share one partial row per column gradient (fold_cluster).
+template <class Op, class Config, int kStages, int kFold = 1>
 __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Params p, float* partials) {
   constexpr int kTeam = Config::kTeam;
   constexpr int kCluster = Config::kCluster;
@@ -74,8 +143,9 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
   constexpr int V = Vec16<T>::kSize;
   constexpr int S = Op::kStaged;
   constexpr int kTeams = kBlock / kTeam;
-  using Sums = typename Op::Sums;  // float2 or float4
+  using Sums = typename Op::Sums;
   static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
+  static_assert(kFold == 1 || (kCluster == 1 && Op::kColGrads > 0));
   extern __shared__ int4 stages[];  // [kStages][S][kPacks][kBlock]
   __shared__ Sums scratch[2][kBlock / kWarpSize];
   __shared__ ClusterSums<kCluster, Sums, kTeams> cluster_sums;
@@ -126,6 +196,9 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
     for (int e = 0; e < kAccRows * V; ++e) acc[k][e] = 0.f;
   }
 
+  // Scalar gradients: every thread of a team adds up its rows' (bitwise equal) row_totals.
+  float4 totals = make_float4(0.f, 0.f, 0.f, 0.f);
+
   uint32_t sum_calls = 0;
   // The row's sum over the team, then over the cluster. Every thread of the team calls it; the
   // other teams of the block need not (each team waits at its own barrier), but all call it
@@ -175,6 +248,7 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
     }
 
     if (has_row) {
+      if constexpr (has_row_totals<Op>) add_to(totals, Op::row_total(stats));
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         if (!valid[k]) continue;
@@ -199,17 +273,40 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
                     size_t{kStages} * S * kPacks * kBlock * sizeof(int4));
       fold_teams<kBlock, kTeam, kPacks, kAccRows * V>(acc, reinterpret_cast<float*>(stages));
     }
+    // Partial row `group` of `groups` per column gradient: one per cluster (a row's blocks each
+    // hold a slice of it, or kFold blocks fold theirs together).
+    constexpr int kGroup = kCluster > 1 ? kCluster : kFold;
+    const int64_t groups = gridDim.x / kGroup;
+    const int64_t group = blockIdx.x / kGroup;
+    if constexpr (kFold > 1) {
+      constexpr int kAcc = kAccRows * V;
+      static_assert(size_t{kPacks} * kAcc * kTeam * sizeof(float) <=
+                    size_t{kStages} * S * kPacks * kBlock * sizeof(int4));
+      fold_cluster<kFold, kTeam, kPacks>(acc, reinterpret_cast<float4*>(stages), team == 0, lane);
+    }
+    const int fold_rank = cluster_rank<kFold>();
     if (team == 0) {
 #pragma unroll
       for (int g = 0; g < Op::kColGrads; ++g) {
-        float* partial = partials + (g * clusters + cluster) * p.cols;
+        float* partial = partials + (g * groups + group) * p.cols;
 #pragma unroll
         for (int k = 0; k < kPacks; ++k) {
-          if (valid[k]) {
+          if (valid[k] && k % kFold == fold_rank) {
             store_partial<true, V>(partial, static_cast<int64_t>(pack_of(k)) * V, p.cols, &acc[k][g * V]);
           }
         }
       }
+    }
+  }
+  if constexpr (has_row_totals<Op>) {
+    // The teams' totals in a fixed order; rank 0 writes the cluster's (every rank's teams saw
+    // the same rows and bitwise the same sums).
+    __shared__ float4 team_totals[kTeams];
+    if (lane == 0) team_totals[team] = totals;
+    __syncthreads();
+    if (threadIdx.x == 0 && rank == 0) {
+      for (int t = 1; t < kTeams; ++t) add_to(totals, team_totals[t]);
+      reinterpret_cast<float4*>(partials)[cluster] = totals;
     }
   }
   (void)partials;  // forwards have none
@@ -219,11 +316,15 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
 // Host side
 // ---------------------------------------------------------------------------------------------
 
-// The staged kernels' partial rows: at most one per block per column gradient.
+// The staged kernels' partial rows: at most one per block per column gradient; or (row_totals)
+// one float4 per block.
 inline size_t workspace_bytes(const Shape& s, int col_grads, int sm_count) {
   return static_cast<size_t>(col_grads) *
          static_cast<size_t>(max_persistent_blocks(s.m, sm_count, kMaxBlocksPerSm)) *
          static_cast<size_t>(s.n) * sizeof(float);
+}
+inline size_t totals_workspace_bytes(const Shape& s, int sm_count) {
+  return static_cast<size_t>(max_persistent_blocks(s.m, sm_count, kMaxBlocksPerSm)) * 16;
 }
 
 // What the device allows, read once per device: clusters (sm_90+) and the shared memory one
@@ -259,6 +360,46 @@ bool forward_rows_for_staged(int64_t packs) {
          packs > kMaxRegisterRowPacks;
 }
 
+// Backwards whose rows fit one block: clusters of KBENCH_FOLD_PARTIALS blocks (1: none, a knob
+// for scripts/ab-flags.sh) that fold their column gradients into one partial row
+// (fold_cluster), where each of the `blocks` takes at most kFoldMaxRows rows and such clusters
+// fill all but at most kFold - 1 of the SMs. Returns false, launching nothing, where not; else
+// `partial_rows` gets the partial rows per column gradient.
+//
+// Measured on the H100 (bf16, M * N = 32M, % of the copy ceiling, folds of 2 against none): at
+// N = 16384 (15.5 rows per block) rmsnorm_bwd 85.2 -> 87.2, fused_add_rmsnorm_bwd 85.2 -> 88.3,
+// layernorm_bwd 76.6 -> 80.7; at 8192 (31 rows) -0.1 to +0.9; at 5120 (50 rows) -1.0 to 0 and
+// at 1024 (248 rows) -0.6 to 0, where the partial rows are a small part of the traffic. Folds of
+// 4 leave 4 of 132 SMs idle, so they are not taken there.
+#ifndef KBENCH_FOLD_PARTIALS
+#define KBENCH_FOLD_PARTIALS 2
+#endif
+template <class Op, class C, int kStages>
+bool launch_folded(const typename Op::Params& p, float* partials, int64_t blocks,
+                   const DeviceLimits& limits, gpuStream_t stream, int64_t& partial_rows) {
+  constexpr int kFold = KBENCH_FOLD_PARTIALS;
+  if constexpr (kFold == 1 || Op::kColGrads == 0 || !KBENCH_HAS_CLUSTERS) {
+    (void)p, (void)partials, (void)blocks, (void)limits, (void)stream, (void)partial_rows;
+    return false;
+  } else {
+    constexpr int64_t kFoldMaxRows = 32;
+    if (!limits.clusters || blocks < 2 * kFold || p.rows > kFoldMaxRows * blocks) return false;
+    constexpr size_t kShared = kStages * stage_bytes(Op::kStaged, C::kPacks);
+    auto* kernel = staged_rows_kernel<Op, C, kStages, kFold>;
+    static std::atomic<uint64_t> opted_in{0};
+    allow_shared_bytes(reinterpret_cast<const void*>(kernel), kShared, opted_in);
+    static std::atomic<int64_t> resident_cache[64];  // clusters that fit at once
+    const int64_t resident = once_per_device(resident_cache, [&](int) {
+      return std::max(1, max_active_clusters(kernel, kBlock, kShared, kFold));
+    });
+    if ((resident + 1) * kFold <= blocks) return false;  // kFold or more SMs would idle
+    partial_rows = std::min(ceil_div(blocks, kFold), resident);
+    launch_in_clusters(kernel, static_cast<int>(partial_rows * kFold), kBlock, kShared, stream,
+                       kFold, p, partials);
+    return true;
+  }
+}
+
 // Launches Op's staged kernel and the finalize of its column gradients (if any) and returns
 // true, or returns false (launching nothing) when these rows are not for the staged kernels:
 // not 16-byte aligned (`aligned`, the caller's check of its tensors), too wide for this
@@ -269,17 +410,20 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   using T = typename Op::Type;
   const int64_t packs = p.cols / Vec16<T>::kSize;
   if (!aligned) return false;
-  if constexpr (Op::kColGrads == 0) {
+  static_assert(Op::kColGrads == 0 || !has_row_totals<Op>, "one kind of gradient workspace");
+  if constexpr (Op::kColGrads == 0 && !has_row_totals<Op>) {  // a forward
     if (!forward_rows_for_staged<Op>(packs)) return false;
   } else {
     if (reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0) return false;
-    require_workspace(a, workspace_bytes(a.shape, Op::kColGrads, a.sm_count), "staged rows");
+    require_workspace(a, Op::kColGrads > 0 ? workspace_bytes(a.shape, Op::kColGrads, a.sm_count)
+                                           : totals_workspace_bytes(a.shape, a.sm_count),
+                      "staged rows");
   }
   const DeviceLimits limits = device_limits();
   const gpuStream_t stream = stream_of(a);
   float* partials = static_cast<float*>(a.workspace);
   int64_t clusters = 0;
-  const bool launched = with_staged_config<kWarpSize, Op::kPacks>(packs, limits.clusters, [&](auto config) {
+  const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>()>(packs, limits.clusters, [&](auto config) {
     using C = decltype(config);
     constexpr int kStages = stages_of(Op::kStaged, C::kPacks);
     constexpr size_t kShared = kStages * stage_bytes(Op::kStaged, C::kPacks);
@@ -290,9 +434,12 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
     const int64_t per_sm = std::max(a.sm_count, 1);
     const int64_t row_groups = ceil_div(p.rows, kBlock / C::kTeam);  // a block's teams take a group
     if constexpr (C::kCluster == 1) {
-      clusters = std::min(row_groups, per_sm);
-      kernel<<<static_cast<int>(clusters), kBlock, kShared, stream>>>(p, partials);
-      KB_GPU_CHECK_LAUNCH();
+      const int64_t blocks = std::min(row_groups, per_sm);
+      if (!launch_folded<Op, C, kStages>(p, partials, blocks, limits, stream, clusters)) {
+        clusters = blocks;
+        kernel<<<static_cast<int>(clusters), kBlock, kShared, stream>>>(p, partials);
+        KB_GPU_CHECK_LAUNCH();
+      }
     } else {
       static std::atomic<int64_t> resident_cache[64];  // clusters that fit at once
       const int64_t resident = once_per_device(resident_cache, [&](int) {
@@ -307,6 +454,9 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   if constexpr (Op::kColGrads > 0) {
     launch_finalize_partial_rows<Op::kColGrads>(stream, partials, clusters, p.cols, Op::col_grad(p, 0),
                                                 Op::col_grad(p, Op::kColGrads - 1), limits.clusters);
+  }
+  if constexpr (has_row_totals<Op>) {
+    Op::finish_totals(p, static_cast<const float4*>(a.workspace), clusters, stream, limits.clusters);
   }
   return true;
 }

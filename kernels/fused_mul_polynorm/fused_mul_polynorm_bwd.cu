@@ -18,6 +18,13 @@
 //                         same registers; dw/db as fp32 block partials plus a finalize kernel.
 //                         Three tensors fit up to 512-thread teams (16384 bf16 / 8192 fp32;
 //                         half that unaligned); longer rows take the chunked two-pass path.
+//   v3_vec16_staged       dy, x, m staged in shared memory through a ring of async copies
+//                         (kernels/common/staged_rows.cuh), the next rows in flight while
+//                         this one computes; one block per SM, rows of up to 131072 bf16 in
+//                         clusters. The seven row sums (v2's six and sum of G) in one
+//                         reduction; dw and db as one float4 per cluster, summed by a
+//                         finalize kernel launched to overlap the main one. Unaligned rows go
+//                         to v2's kernels.
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {
@@ -38,6 +45,15 @@ KBENCH_REGISTER(fused_mul_polynorm_bwd_v2_vec16_persistent) {
       .launch(launch_polynorm_bwd_v2<true>)
       .rejects(accepts_any_shape)
       .workspace(bwd_v2_workspace);
+}
+
+KBENCH_REGISTER(fused_mul_polynorm_bwd_v3_vec16_staged) {
+  register_impl("fused_mul_polynorm_bwd", "v3_vec16_staged")
+      .note("persistent, dy, x, m staged in shared memory ahead of use; dw/db as fp32 cluster partials")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch(launch_polynorm_bwd_v3<true>)
+      .rejects(accepts_any_shape)
+      .workspace(bwd_v3_workspace);
 }
 
 }  // namespace kbench

@@ -25,6 +25,13 @@
 //                         beyond register capacity (32768 bf16 / 16384 fp32; half that when
 //                         unaligned) are processed in column chunks, twice (sums, then dx),
 //                         the second pass mostly from L2.
+//   v3_vec16_staged       dy, x staged in shared memory through a ring of async copies
+//                         (kernels/common/staged_rows.cuh), the next rows in flight while
+//                         this one computes; one block per SM, rows of up to 131072 bf16 in
+//                         clusters. The seven row sums (v2's six and sum of G) in one
+//                         reduction; dw and db as one float4 per cluster, summed by a
+//                         finalize kernel launched to overlap the main one. Unaligned rows go
+//                         to v2's kernels.
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {
@@ -45,6 +52,15 @@ KBENCH_REGISTER(polynorm_bwd_v2_vec16_persistent) {
       .launch(launch_polynorm_bwd_v2<false>)
       .rejects(accepts_any_shape)
       .workspace(bwd_v2_workspace);
+}
+
+KBENCH_REGISTER(polynorm_bwd_v3_vec16_staged) {
+  register_impl("polynorm_bwd", "v3_vec16_staged")
+      .note("persistent, dy, x staged in shared memory ahead of use; dw/db as fp32 cluster partials")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch(launch_polynorm_bwd_v3<false>)
+      .rejects(accepts_any_shape)
+      .workspace(bwd_v3_workspace);
 }
 
 }  // namespace kbench

@@ -41,32 +41,14 @@ namespace kbench {
 namespace {
 
 // =============================================================================================
-// Row sums: K floats reduced together
+// Row sums: K floats reduced together (RowSums and warp_reduce_sum: reduce.h)
 // =============================================================================================
-
-template <int K>
-struct RowSums {
-  float v[K];
-};
 
 template <int K>
 __device__ __forceinline__ RowSums<K> zero_sums() {
   RowSums<K> s;
 #pragma unroll
   for (int k = 0; k < K; ++k) s.v[k] = 0.f;
-  return s;
-}
-
-// Every lane ends with the warp's K sums: K interleaved butterfly chains, so they cost about
-// the latency of one. Commutative adds: all lanes get bitwise the same sums.
-template <int K>
-__device__ __forceinline__ RowSums<K> warp_sums(RowSums<K> s, int width = kWarpSize) {
-#pragma unroll
-  for (int mask = kWarpSize / 2; mask > 0; mask /= 2) {
-    if (mask >= width) continue;
-#pragma unroll
-    for (int k = 0; k < K; ++k) s.v[k] += shfl_xor(s.v[k], mask);
-  }
   return s;
 }
 
@@ -81,7 +63,7 @@ __device__ __forceinline__ RowSums<K> warp_sums(RowSums<K> s, int width = kWarpS
 template <int kTeam, int K>
 __device__ __forceinline__ RowSums<K> team_sums(RowSums<K> s, RowSums<K>* scratch) {
   static_assert(kTeam % kWarpSize == 0, "a team is a whole number of warps");
-  s = warp_sums(s);
+  s = warp_reduce_sum(s);
   if constexpr (kTeam == kWarpSize) {
     return s;
   } else {
@@ -91,7 +73,7 @@ __device__ __forceinline__ RowSums<K> team_sums(RowSums<K> s, RowSums<K>* scratc
     const int lane = threadIdx.x % kWarpSize;
     if (lane == 0) scratch[warp] = s;
     __syncthreads();
-    return warp_sums(scratch[warp / kTeamWarps * kTeamWarps + lane % kTeamWarps], kTeamWarps);
+    return warp_reduce_sum(scratch[warp / kTeamWarps * kTeamWarps + lane % kTeamWarps], kTeamWarps);
   }
 }
 
@@ -138,8 +120,10 @@ __device__ __forceinline__ float poly_value(float x, const FwdCoefs& c) {
 
 // ----- backward ------------------------------------------------------------------------------
 
-// Row sums of x^2, x^4, x^6, G x, G x^2, G x^3: 2 multiplies and 6 adds/FMAs per element.
-__device__ __forceinline__ void add_bwd_sums(RowSums<6>& s, float g, float x) {
+// Row sums of x^2, x^4, x^6, G x, G x^2, G x^3 (the first six of K): 2 multiplies and 6
+// adds/FMAs per element.
+template <int K>
+__device__ __forceinline__ void add_bwd_sums(RowSums<K>& s, float g, float x) {
   const float x2 = x * x;
   const float x3 = x2 * x;
   s.v[0] += x2;
@@ -172,7 +156,8 @@ struct BwdRow {
   FwdCoefs poly;           // polynorm(x) for dm = dy * polynorm(x) (fused op)
 };
 
-__device__ __forceinline__ BwdRow bwd_row(const RowSums<6>& s, float inv_cols, float eps,
+template <int K>
+__device__ __forceinline__ BwdRow bwd_row(const RowSums<K>& s, float inv_cols, float eps,
                                           const PolyWeights& w) {
   const Norm n1 = row_norm(s.v[0], inv_cols, eps);
   const Norm n2 = row_norm(s.v[1], inv_cols, eps);
@@ -239,9 +224,10 @@ __device__ __forceinline__ float2 grad_pair(const Vec16<T>& dyv, const Vec16<T>&
   return make_float2(dy.x * m.x, dy.y * m.y);
 }
 
-// Row sums of one pack, and db += G for its elements (the thread's own running sum).
-template <class T, bool kHasMul>
-__device__ __forceinline__ void add_bwd_pack_sums(RowSums<6>& s, float& db,
+// Row sums of one pack, and db += G for its elements (a running sum of the thread's, or a
+// seventh row sum).
+template <class T, bool kHasMul, int K>
+__device__ __forceinline__ void add_bwd_pack_sums(RowSums<K>& s, float& db,
                                                   const Vec16<T>& dyv, const Vec16<T>& xv,
                                                   const Vec16<T>& mv) {
 #pragma unroll
@@ -688,9 +674,10 @@ void launch_polynorm_fwd_v4(const LaunchArgs& a) {
 // =============================================================================================
 // Backward: the scalar gradients
 //
-// Every version writes one float4 (dw0, dw1, dw2, db) per row (v1) or per block (v2) into the
-// workspace; polynorm_bwd_finalize sums them in a fixed order (deterministic) into the fp32
-// outputs dw and db.
+// Every version writes one float4 (dw0, dw1, dw2, db) per row (v1), per block (v2) or per
+// cluster (v3) into the workspace; polynorm_bwd_finalize sums them in a fixed order
+// (deterministic) into the fp32 outputs dw and db. v3 launches it to overlap the end of its
+// main kernel (launch_overlapping_previous), so it waits for that kernel first.
 // =============================================================================================
 
 constexpr int kFinalizeThreads = 256;
@@ -698,6 +685,7 @@ constexpr int kFinalizeThreads = 256;
 __global__ void __launch_bounds__(kFinalizeThreads)
     polynorm_bwd_finalize(const float4* partials, int64_t count, float* dw, float* db) {
   __shared__ RowSums<4> scratch[kFinalizeThreads / kWarpSize];
+  wait_for_previous_grid();
   RowSums<4> s = zero_sums<4>();
   for (int64_t i = threadIdx.x; i < count; i += kFinalizeThreads) {
     const float4 v = partials[i];
@@ -717,9 +705,9 @@ __global__ void __launch_bounds__(kFinalizeThreads)
 
 template <class T>
 void launch_bwd_finalize(const BwdParams<T>& p, const float4* partials, int64_t count,
-                         gpuStream_t stream) {
-  polynorm_bwd_finalize<<<1, kFinalizeThreads, 0, stream>>>(partials, count, p.dw, p.db);
-  KB_GPU_CHECK_LAUNCH();
+                         gpuStream_t stream, bool overlap = false) {
+  launch_overlapping_previous(polynorm_bwd_finalize, dim3(1), kFinalizeThreads, stream,
+                              overlap && KBENCH_OVERLAP_FINALIZE, partials, count, p.dw, p.db);
 }
 
 // =============================================================================================
@@ -1011,6 +999,81 @@ void launch_bwd_v2_typed(const LaunchArgs& a) {
 template <bool kHasMul>
 void launch_polynorm_bwd_v2(const LaunchArgs& a) {
   dispatch_dtype(a.dtype, [&](auto tag) { launch_bwd_v2_typed<typename decltype(tag)::type, kHasMul>(a); });
+}
+
+// =============================================================================================
+// Backward v3_vec16_staged: the staged-rows policy (kernels/common/staged_rows.cuh).
+//
+// dy, x (and m) staged in shared memory, the next rows in flight while this one computes. The
+// seven row sums (v2's six and sum G, so that db, like dw, is a per-row value) travel as one
+// RowSums<8>; each row adds (dw0, dw1, dw2, db) to its team's totals, which the skeleton writes
+// as one float4 per cluster (row_total), and the finalize kernel above adds those. Nothing is
+// held per column: the four weights are read (from L1) once per row.
+// =============================================================================================
+
+template <class T, bool kHasMul>
+struct PolynormBwdStaged {
+  using Type = T;
+  using Params = BwdParams<T>;
+  struct Held {};
+  using Sums = RowSums<8>;  // x^2, x^4, x^6, G x, G x^2, G x^3, G; .v[7] unused
+  static constexpr int kStaged = kHasMul ? 3 : 2;  // dy, x, m
+  static constexpr int kPacks = staged_rows::kPacks;
+  static constexpr int kRounds = 1;
+  static constexpr int kColGrads = 0;
+  // Rows of 32768 bf16: 8 blocks of four 128-thread teams, not 4 of two 256-thread ones (H100,
+  // bf16: polynorm_bwd 69.1 / 71.4 -> 81.2 / 77.7% of the copy ceiling, fused_mul_polynorm_bwd
+  // 80.9 / 81.9 -> 87.7 / 87.3; rmsnorm_bwd and layernorm_bwd were 1 and 7 points slower so).
+  static constexpr int kClusterTeam = 128;
+  struct Stats {
+    BwdRow row;
+    float sum_g;
+  };
+
+  __device__ static const T* staged_row(const Params& p, int i, int64_t row) {
+    return (i == 0 ? p.dy : (i == 1 ? p.x : p.m)) + row * p.cols;
+  }
+  __device__ static Held hold(const Params&, int64_t) { return Held{}; }
+  __device__ static void add_sums(int, Sums& sums, const Vec16<T> (&in)[kStaged], const Held&,
+                                  const Stats&) {
+    add_bwd_pack_sums<T, kHasMul>(sums, sums.v[6], in[0], in[1], in[kStaged - 1]);
+  }
+  __device__ static void finish_round(int, const Sums& total, Stats& s, const Params& p) {
+    s.row = bwd_row(total, p.inv_cols, p.eps, load_weights(p.w, p.b));
+    s.sum_g = total.v[6];
+  }
+  template <class Acc>
+  __device__ static void store_out(const Params& p, int64_t row, int64_t col,
+                                   const Vec16<T> (&in)[kStaged], const Held&, const Stats& s, Acc&) {
+    Vec16<T> dxv, dmv;
+    bwd_pack_out<T, kHasMul>(in[0], in[1], in[kStaged - 1], s.row, dxv, dmv);
+    store_vec(p.dx + row * p.cols + col, dxv);
+    if constexpr (kHasMul) store_vec(p.dm + row * p.cols + col, dmv);
+  }
+  __device__ static float4 row_total(const Stats& s) {
+    return make_float4(s.row.dw0, s.row.dw1, s.row.dw2, s.sum_g);
+  }
+  static void finish_totals(const Params& p, const float4* totals, int64_t count, gpuStream_t stream,
+                            bool overlap) {
+    launch_bwd_finalize(p, totals, count, stream, overlap);
+  }
+  static T* col_grad(const Params&, int) { return nullptr; }
+};
+
+size_t bwd_v3_workspace(const Shape& s, DType dtype, int sm_count) {
+  return std::max(bwd_v2_workspace(s, dtype, sm_count), staged_rows::totals_workspace_bytes(s, sm_count));
+}
+
+// Rows the staged kernels leave (unaligned, or wider than they hold) go to v2's kernels.
+template <bool kHasMul>
+void launch_polynorm_bwd_v3(const LaunchArgs& a) {
+  dispatch_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const BwdParams<T> p = bwd_params<T, kHasMul>(a);
+    if (!staged_rows::launch_staged<PolynormBwdStaged<T, kHasMul>>(p, bwd_rows_aligned(p), a)) {
+      launch_bwd_v2_typed<T, kHasMul>(a);
+    }
+  });
 }
 
 }  // namespace
