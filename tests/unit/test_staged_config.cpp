@@ -16,10 +16,10 @@ struct Choice {
   int packs = 0;  // per thread
 };
 
-template <int kWarpSize, int kThreadPacks = kPacks>
+template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
-  c.taken = with_staged_config<kWarpSize, kThreadPacks>(packs, clusters, [&](auto config) {
+  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam>(packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
     c.packs = decltype(config)::kPacks;
@@ -59,6 +59,24 @@ void expect_smallest_team_or_cluster() {
 TEST(StagedConfig, EveryRowWidthGetsTheSmallestTeamOrClusterThatHoldsIt) {
   expect_smallest_team_or_cluster<kPacks>();
   expect_smallest_team_or_cluster<kForwardPacks>();
+}
+
+// An op's own cluster team (polynorm's backwards: 128) up to the rows 8 blocks of it hold, then
+// teams of 256 and whole blocks in clusters of 8: no row that the default takes is refused.
+TEST(StagedConfig, SmallerClusterTeamsStepUpToLargerOnesInClustersOfEight) {
+  constexpr int64_t kOneBlock = int64_t{kBlock} * kPacks;
+  const auto choose_128 = [](int64_t packs) { return choose<32, kPacks, 128>(packs, true); };
+  const Choice first = choose_128(kOneBlock + 1);
+  EXPECT_EQ(first.team, 128);
+  EXPECT_EQ(first.cluster, 8);
+  const Choice widest_128 = choose_128(8 * 128 * kPacks);
+  EXPECT_EQ(widest_128.team, 128);
+  const Choice next = choose_128(8 * 128 * kPacks + 1);
+  EXPECT_EQ(next.team, 256);
+  EXPECT_EQ(next.cluster, 8);
+  EXPECT_EQ(choose_128(8 * 256 * kPacks + 1).team, kBlock);
+  EXPECT_TRUE(choose_128(8 * kOneBlock).taken);
+  EXPECT_FALSE(choose_128(8 * kOneBlock + 1).taken);
 }
 
 TEST(StagedConfig, WithoutClustersOnlyRowsOneBlockHolds) {
