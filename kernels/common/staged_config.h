@@ -24,6 +24,14 @@ namespace kbench::staged_rows {
 // each block 64 KB of x per step and holds a 32768-bf16 row in one block; 4 elsewhere (a
 // backward's fp32 column gradients live in registers, 4 x 8 per gradient; two staged tensors
 // at 8 would leave room for only 1 stage). A knob for scripts/ab-flags.sh.
+// Rows that fill at most 3/4 of their team's packs take fewer packs per thread (1, the
+// default; an op may opt out), so smaller stages and more of them. A knob for
+// scripts/ab-flags.sh: 0 never. Measured on the H100 at 5120 bf16 (640 packs; % of the copy
+// ceiling, fitted against not): rmsnorm 95.4-96.1 -> 99.2-99.5, rmsnorm_bwd +1, the two-input
+// forwards +0.5, polynorm_bwd -1.8 (it opts out), the rest within 0.5.
+#ifndef KBENCH_FIT_PACKS
+#define KBENCH_FIT_PACKS 1
+#endif
 #ifndef KBENCH_FORWARD_PACKS
 #define KBENCH_FORWARD_PACKS 8
 #endif
@@ -59,13 +67,32 @@ struct StagedConfig {
 // 512 x kPacks packs: 16384 bf16 at 4), then clusters of 2, 4 or 8 blocks per row with
 // kClusterTeam threads of each block on a row (the op's, by default KBENCH_CLUSTER_TEAM: teams
 // of 256 at 4 packs hold rows up to 65536 bf16), then teams of 256 and whole blocks in a
-// cluster of 8. Calls f(StagedConfig<...>{}) and returns
+// cluster of 8; one block per row at fitted packs (with_fitted_packs, kFit). Calls
+// f(StagedConfig<...>{}) and returns
 // true, or returns false for rows wider than 8 blocks hold (131072 bf16 at 4 packs) or,
 // without clusters, than one block holds. One block per SM, not several smaller ones: a
 // backward writes one N-wide fp32 partial row per block, and 264 or 528 of them cost 3-5
 // points of the copy ceiling against 132 (H100, kernels/rmsnorm/NOTES.md); several rows per
 // block keep as many rows in flight as several blocks would.
-template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM, class F>
+// A row of `packs` packs on one team of kTeam threads at up to kPacks packs each: at 5/8 or
+// 3/4 of kPacks where that holds it (5120 bf16 at 8 packs: 640 packs, team 128 at 5), so
+// each stage is only as large as the row and more stages fit.
+template <int kTeam, int kPacks, bool kFit, class F>
+void with_fitted_packs(int64_t packs, F&& f) {
+  constexpr int kFive = kPacks * 5 / 8;
+  constexpr int kSix = kPacks * 3 / 4;
+  const int64_t needed = (packs + kTeam - 1) / kTeam;
+  if constexpr (kFit && kFive > kPacks / 2) {
+    if (needed <= kFive) return f(StagedConfig<kTeam, 1, kFive>{});
+  }
+  if constexpr (kFit && kSix > kPacks / 2 && kSix > kFive) {
+    if (needed <= kSix) return f(StagedConfig<kTeam, 1, kSix>{});
+  }
+  f(StagedConfig<kTeam, 1, kPacks>{});
+}
+
+template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
+          bool kFit = KBENCH_FIT_PACKS, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -74,11 +101,11 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   if constexpr (kPacks > 4) {
     if (packs <= kWarpTeam * (kPacks / 2)) return f(StagedConfig<kWarpTeam, 1, kPacks / 2>{}), true;
   }
-  if (packs <= 32 * kPacks) return f(StagedConfig<kWarpTeam, 1, kPacks>{}), true;
-  if (packs <= 64 * kPacks) return f(StagedConfig<64, 1, kPacks>{}), true;
-  if (packs <= 128 * kPacks) return f(StagedConfig<128, 1, kPacks>{}), true;
-  if (packs <= 256 * kPacks) return f(StagedConfig<256, 1, kPacks>{}), true;
-  if (packs <= 512 * kPacks) return f(StagedConfig<512, 1, kPacks>{}), true;
+  if (packs <= 32 * kPacks) return with_fitted_packs<kWarpTeam, kPacks, kFit>(packs, f), true;
+  if (packs <= 64 * kPacks) return with_fitted_packs<64, kPacks, kFit>(packs, f), true;
+  if (packs <= 128 * kPacks) return with_fitted_packs<128, kPacks, kFit>(packs, f), true;
+  if (packs <= 256 * kPacks) return with_fitted_packs<256, kPacks, kFit>(packs, f), true;
+  if (packs <= 512 * kPacks) return with_fitted_packs<512, kPacks, kFit>(packs, f), true;
   if (!clusters) return false;
   constexpr int kTeam = kClusterTeam;
   static_assert(kTeam >= kWarpTeam && kTeam <= kBlock && kBlock % kTeam == 0);

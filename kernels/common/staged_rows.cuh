@@ -28,6 +28,8 @@
 //   col_grad(p, g)                              where column gradient g goes
 //   kClusterTeam  (optional)                    threads per row in a block of a cluster, if not
 //                                               KBENCH_CLUSTER_TEAM (staged_config.h)
+//   kFitPacks  (optional)                       false: kPacks per thread even where the row
+//                                               fills 3/4 of them or less (with_fitted_packs)
 //   row_total(stats)  (optional)                a float4 per row summed over all rows (polynorm's
 //                                               dw and db: scalar gradients); with it
 //   finish_totals(p, totals, count, stream, overlap)  host: adds the kernel's `count` float4
@@ -52,7 +54,9 @@
 //
 // Shared memory per block: kStages x kStaged tensors x kPacks x 512 threads x 16 bytes, kStages
 // as many as fit 200 KB (at most 4): at 4 packs, 4 stages of one tensor, 3 of two (192 KB), 2
-// of three; at 8 packs, 3 of one.
+// of three; at 8 packs, 3 of one. Rows that fill at most 3/4 of their team's packs take fewer
+// packs per thread (staged_config.h's with_fitted_packs: 5120 bf16 at 5 of 8 or 3 of 4), so
+// smaller stages and more of them.
 // A row needs a whole number of 16-byte packs and 16-byte aligned rows (the vector path);
 // launchers send other rows to their register kernels.
 #pragma once
@@ -81,6 +85,17 @@ constexpr int cluster_team() {
     return Op::kClusterTeam;
   } else {
     return KBENCH_CLUSTER_TEAM;
+  }
+}
+
+// Does Op fit its packs per thread to the row (with_fitted_packs)? Op::kFitPacks where the op
+// has one, else KBENCH_FIT_PACKS.
+template <class Op>
+constexpr bool fit_packs() {
+  if constexpr (requires { Op::kFitPacks; }) {
+    return Op::kFitPacks;
+  } else {
+    return KBENCH_FIT_PACKS;
   }
 }
 
@@ -378,7 +393,7 @@ template <class Op, class C, int kStages>
 bool launch_folded(const typename Op::Params& p, float* partials, int64_t blocks,
                    const DeviceLimits& limits, gpuStream_t stream, int64_t& partial_rows) {
   constexpr int kFold = KBENCH_FOLD_PARTIALS;
-  if constexpr (kFold == 1 || Op::kColGrads == 0 || !KBENCH_HAS_CLUSTERS) {
+  if constexpr (kFold == 1 || Op::kColGrads == 0 || !KBENCH_HAS_CLUSTERS || C::kPacks % kFold != 0) {
     (void)p, (void)partials, (void)blocks, (void)limits, (void)stream, (void)partial_rows;
     return false;
   } else {
@@ -423,7 +438,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const gpuStream_t stream = stream_of(a);
   float* partials = static_cast<float*>(a.workspace);
   int64_t clusters = 0;
-  const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>()>(packs, limits.clusters, [&](auto config) {
+  const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>()>(packs, limits.clusters, [&](auto config) {
     using C = decltype(config);
     constexpr int kStages = stages_of(Op::kStaged, C::kPacks);
     constexpr size_t kShared = kStages * stage_bytes(Op::kStaged, C::kPacks);

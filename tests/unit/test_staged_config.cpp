@@ -16,10 +16,11 @@ struct Choice {
   int packs = 0;  // per thread
 };
 
-template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM>
+template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
+          bool kFit = KBENCH_FIT_PACKS>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
-  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam>(packs, clusters, [&](auto config) {
+  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit>(packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
     c.packs = decltype(config)::kPacks;
@@ -37,11 +38,16 @@ void expect_smallest_team_or_cluster() {
     // Each block's slice of the row fits its team's packs.
     const int64_t slice = (packs + c.cluster - 1) / c.cluster;
     ASSERT_LE(slice, int64_t{c.team} * c.packs) << packs;
-    // The op's packs per thread, or half of them for rows a warp holds at half.
-    if (c.packs != kThreadPacks) {
-      ASSERT_EQ(c.packs, kThreadPacks / 2) << packs;
-      ASSERT_TRUE(kThreadPacks > 4 && c.team == 32) << packs;
+    // The op's packs per thread; half of them for rows a warp holds at half; or, one block
+    // per row, 5/8 or 3/4 of them (with_fitted_packs), the fewest that hold the row.
+    constexpr int kFive = kThreadPacks * 5 / 8, kSix = kThreadPacks * 3 / 4;
+    const bool half = kThreadPacks > 4 && c.packs == kThreadPacks / 2 && c.team == 32;
+    if (c.packs != kThreadPacks && !half) {
+      ASSERT_EQ(c.cluster, 1) << packs;
+      ASSERT_TRUE((c.packs == kFive && kFive > kThreadPacks / 2) || c.packs == kSix) << packs;
+      if (c.packs == kSix && kFive > kThreadPacks / 2) ASSERT_GT(packs, int64_t{c.team} * kFive) << packs;
     }
+    if (c.cluster == 1 && c.packs == kThreadPacks) ASSERT_GT(packs, int64_t{c.team} * kSix) << packs;
     if (kThreadPacks > 4 && packs <= 32 * kThreadPacks / 2) ASSERT_EQ(c.packs, kThreadPacks / 2);
     // And nothing smaller would have held it: a smaller team, one block, fewer blocks.
     const int64_t cluster_team_packs = int64_t{KBENCH_CLUSTER_TEAM} * kThreadPacks;
@@ -59,6 +65,24 @@ void expect_smallest_team_or_cluster() {
 TEST(StagedConfig, EveryRowWidthGetsTheSmallestTeamOrClusterThatHoldsIt) {
   expect_smallest_team_or_cluster<kPacks>();
   expect_smallest_team_or_cluster<kForwardPacks>();
+}
+
+// 5120 bf16 (640 packs) on a team of 128 at 5 packs per thread where the op has 8 (1024 slots,
+// 62.5% used, otherwise), on a team of 256 at 3 where it has 4; as many stages or more
+// (smaller ones); and unfitted where the op opts out.
+TEST(StagedConfig, RowsThatFillFewPacksGetFewerPacksPerThread) {
+  const Choice eight = choose<32, 8, KBENCH_CLUSTER_TEAM, true>(640, true);
+  EXPECT_EQ(eight.team, 128);
+  EXPECT_EQ(eight.packs, 5);
+  EXPECT_GT(stages_of(1, 5), stages_of(1, 8));
+  const Choice four = choose<32, 4, KBENCH_CLUSTER_TEAM, true>(640, true);
+  EXPECT_EQ(four.team, 256);
+  EXPECT_EQ(four.packs, 3);
+  EXPECT_GT(stages_of(2, 3), stages_of(2, 4));
+  EXPECT_EQ((choose<32, 8, KBENCH_CLUSTER_TEAM, true>(768, true).packs), 6);  // 6144 bf16
+  EXPECT_EQ((choose<32, 8, KBENCH_CLUSTER_TEAM, true>(1024, true).packs), 8);
+  EXPECT_EQ((choose<32, 8, KBENCH_CLUSTER_TEAM, false>(640, true).packs), 8);
+  EXPECT_EQ((choose<32, 4, KBENCH_CLUSTER_TEAM, false>(640, true).packs), 4);
 }
 
 // An op's own cluster team (polynorm's backwards: 128) up to the rows 8 blocks of it hold, then
@@ -98,9 +122,14 @@ TEST(StagedConfig, StagesFitSharedMemory) {
     EXPECT_GE(stages_of(staged, kPacks), 2) << staged;
     EXPECT_LE(stages_of(staged, kPacks) * stage_bytes(staged, kPacks), size_t{227} * 1024) << staged;
   }
-  // Forwards of one staged tensor at their packs per thread.
-  EXPECT_GE(stages_of(1, kForwardPacks), 2);
-  EXPECT_LE(stages_of(1, kForwardPacks) * stage_bytes(1, kForwardPacks), size_t{227} * 1024);
+  // Every packs per thread a configuration may take, fitted ones included: up to
+  // kForwardPacks for one staged tensor, kPacks for two or three.
+  for (int staged = 1; staged <= 3; ++staged) {
+    for (int packs = 1; packs <= (staged == 1 ? kForwardPacks : kPacks); ++packs) {
+      EXPECT_GE(stages_of(staged, packs), 2) << staged << " " << packs;
+      EXPECT_LE(stages_of(staged, packs) * stage_bytes(staged, packs), size_t{227} * 1024) << staged << " " << packs;
+    }
+  }
   EXPECT_EQ(stage_bytes(2, 4), size_t{64} * 1024);  // 2 tensors x 4 packs x 512 threads x 16 B
 }
 
