@@ -24,17 +24,18 @@ namespace kbench::staged_rows {
 // each block 64 KB of x per step and holds a 32768-bf16 row in one block; 4 elsewhere (a
 // backward's fp32 column gradients live in registers, 4 x 8 per gradient; two staged tensors
 // at 8 would leave room for only 1 stage). A knob for scripts/ab-flags.sh.
+#ifndef KBENCH_FORWARD_PACKS
+#define KBENCH_FORWARD_PACKS 8
+#endif
 // Rows that fill at most 3/4 of their team's packs take fewer packs per thread (1, the
 // default; an op may opt out), so smaller stages and more of them. A knob for
 // scripts/ab-flags.sh: 0 never. Measured on the H100 at 5120 bf16 (640 packs; % of the copy
 // ceiling, fitted against not): rmsnorm 95.4-96.1 -> 99.2-99.5 (H200: 89.3-89.4 -> 92.3-93.1),
 // rmsnorm_bwd +1, the two-input forwards +0.5; polynorm_bwd -1.8 and polynorm -0.5, and
-// layernorm -7 on the H200, so those opt out; the rest within 0.5.
+// layernorm -7 on the H200, so those opt out; the rest within 0.5. Backward rows at 3 packs
+// are not folded (fold_cluster splits packs in pairs): 12288 bf16, say.
 #ifndef KBENCH_FIT_PACKS
 #define KBENCH_FIT_PACKS 1
-#endif
-#ifndef KBENCH_FORWARD_PACKS
-#define KBENCH_FORWARD_PACKS 8
 #endif
 constexpr int kBlock = 512;  // threads per block, one block per SM
 constexpr int kPackBytes = 16;
