@@ -81,25 +81,29 @@ __device__ __forceinline__ uint32_t peer_address(const void* local, int peer) {
 // cluster shares a row, and sums only with team t of the others, on its own slots and
 // mbarriers, so the teams need not call together.
 //
-// Two buffers (value slots and mbarrier) alternate between a team's calls. A buffer is written
-// again two calls later, and a team can only get there after every block's next call's value
-// has reached it, which each block's team sends after its threads finished reading this call's
-// slots (the team reduction before it has a barrier). Ranks are added in a fixed order: every
-// block gets bitwise the same sum.
-template <int kCluster, class V = float2, int kTeams = 1>
+// kBuffers buffers (value slots and mbarrier) rotate over a team's calls. A buffer is written
+// again kBuffers calls later, and a team can only get there after every block's later calls'
+// values have reached it, which each block's team sends after its threads finished reading
+// this call's slots (the team reduction before each send has a barrier). With one call in
+// flight per team (cluster_reduce_sum), a block has read every call up to c - 1 when it sends
+// call c + 1, so 2 buffers do. With a second in flight (a row's sum sent while the one before
+// is still awaited, and an extra round of a row in between: staged_rows.cuh's pipelined rows),
+// a block sending call c has read every call up to c - 3 and every peer up to c - 6, so 8.
+// Ranks are added in a fixed order: every block gets bitwise the same sum.
+template <int kCluster, class V = float2, int kTeams = 1, int kBuffers = 2>
 struct ClusterSums {
-  V slots[kTeams][2][kCluster];
-  alignas(8) uint64_t arrived[kTeams][2];  // mbarriers: one arrival (the team's) + kCluster values
+  V slots[kTeams][kBuffers][kCluster];
+  alignas(8) uint64_t arrived[kTeams][kBuffers];  // mbarriers: one arrival (the team's) + kCluster values
 };
 
 // Every thread calls it once before the first sum, then the caller runs cluster_sync() so that
 // no block sends to a peer whose mbarriers are not yet initialized.
-template <int kCluster, class V, int kTeams>
-__device__ __forceinline__ void cluster_sums_init(ClusterSums<kCluster, V, kTeams>& sums) {
+template <int kCluster, class V, int kTeams, int kBuffers>
+__device__ __forceinline__ void cluster_sums_init(ClusterSums<kCluster, V, kTeams, kBuffers>& sums) {
 #if KBENCH_CLUSTER_DEVICE
   if (threadIdx.x == 0) {
     for (int t = 0; t < kTeams; ++t) {
-      for (int b = 0; b < 2; ++b) {
+      for (int b = 0; b < kBuffers; ++b) {
         const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(&sums.arrived[t][b]));
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
       }
@@ -157,17 +161,17 @@ __device__ __forceinline__ void send_async(uint32_t slot, const RowSums<K>& v, u
 }
 
 // The sum of v over the blocks of the cluster, where v is the same in every thread of a team
-// (lane: the thread's index in its team, team: the team's index in its block). Every thread of
-// the team, in every block of the cluster, calls it, `call` counting the team's calls from 0
-// the same in all.
-template <int kCluster, class V, int kTeams>
-__device__ __forceinline__ V cluster_reduce_sum(V v, ClusterSums<kCluster, V, kTeams>& sums,
-                                                int rank, int team, int lane, uint32_t call) {
+// (lane: the thread's index in its team, team: the team's index in its block), in two halves:
+// cluster_send_sum sends this block's v for the team's call `call`, cluster_wait_sum waits for
+// every block's and adds them. Every thread of the team, in every block of the cluster, makes
+// the same calls, `call` counting the team's sends from 0 the same in all.
+template <int kCluster, class V, int kTeams, int kBuffers>
+__device__ __forceinline__ void cluster_send_sum(V v, ClusterSums<kCluster, V, kTeams, kBuffers>& sums,
+                                                 int rank, int team, int lane, uint32_t call) {
 #if KBENCH_CLUSTER_DEVICE
-  const int buf = static_cast<int>(call & 1);
-  const uint32_t parity = (call >> 1) & 1;  // each buffer's mbarrier completes once per use
-  const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(&sums.arrived[team][buf]));
+  const int buf = static_cast<int>(call % kBuffers);
   if (lane == 0) {
+    const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(&sums.arrived[team][buf]));
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
                  "n"(kCluster * static_cast<int>(sizeof(V)))
                  : "memory");
@@ -176,6 +180,19 @@ __device__ __forceinline__ V cluster_reduce_sum(V v, ClusterSums<kCluster, V, kT
     send_async(peer_address(&sums.slots[team][buf][rank], lane), v,
                peer_address(&sums.arrived[team][buf], lane));
   }
+#else
+  (void)v, (void)sums, (void)rank, (void)team, (void)lane, (void)call;
+  no_clusters_here();
+#endif
+}
+
+template <int kCluster, class V, int kTeams, int kBuffers>
+__device__ __forceinline__ V cluster_wait_sum(ClusterSums<kCluster, V, kTeams, kBuffers>& sums, int team,
+                                              uint32_t call) {
+#if KBENCH_CLUSTER_DEVICE
+  const int buf = static_cast<int>(call % kBuffers);
+  const uint32_t parity = (call / kBuffers) & 1;  // each buffer's mbarrier completes once per use
+  const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(&sums.arrived[team][buf]));
   uint32_t done = 0;
   while (!done) {
     asm volatile(
@@ -191,10 +208,18 @@ __device__ __forceinline__ V cluster_reduce_sum(V v, ClusterSums<kCluster, V, kT
   for (int r = 1; r < kCluster; ++r) add_to(total, sums.slots[team][buf][r]);
   return total;
 #else
-  (void)v, (void)sums, (void)rank, (void)team, (void)lane, (void)call;
+  (void)sums, (void)team, (void)call;
   no_clusters_here();
-  return v;
+  return V{};
 #endif
+}
+
+// Both halves at once: the sum over the cluster for the team's call `call`.
+template <int kCluster, class V, int kTeams, int kBuffers>
+__device__ __forceinline__ V cluster_reduce_sum(V v, ClusterSums<kCluster, V, kTeams, kBuffers>& sums,
+                                                int rank, int team, int lane, uint32_t call) {
+  cluster_send_sum(v, sums, rank, team, lane, call);
+  return cluster_wait_sum(sums, team, call);
 }
 
 }  // namespace kbench

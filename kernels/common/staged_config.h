@@ -44,6 +44,18 @@ constexpr int kPacks = 4;  // everywhere else
 constexpr int kMaxStages = KBENCH_MAX_STAGES;
 constexpr size_t kSharedBudget = 200 * 1024;  // of sm_90's 227 KB per SM
 constexpr int kMaxBlocksPerSm = 1;            // bounds a backward's partial rows
+// Rows over a cluster, pipelined (1, the default; 0 never, a knob for scripts/ab-flags.sh): a
+// team sends row j + 1's sum to the cluster before it waits for row j's, so the exchange over
+// distributed shared memory overlaps the next row's arithmetic; one row fewer is in flight
+// (taken only where at least 3 stages fit). Same run, H100, bf16, 32768 / 65536, % of the copy
+// ceiling, pipelined against not: polynorm_bwd 77.3 / 75.0 against 73.3 / 66.6, rmsnorm_bwd
+// 85.3 / 85.4 against 82.1 / 83.7, fused_mul_polynorm 92.2 / 92.2 against 88.5 / 90.0,
+// layernorm_bwd 79.8 / 77.9 against 78.7 / 76.2; the others +0 to +3. The same for a team's
+// warps through mbarriers (rows one block holds, no cluster) measured 1-6 points slower for
+// most ops and was dropped (kernels/rmsnorm/NOTES.md, eighth session).
+#ifndef KBENCH_PIPELINE_ROWS
+#define KBENCH_PIPELINE_ROWS 1
+#endif
 
 // Shared memory of one stage (one row per team) of `staged` tensors, `packs` per thread.
 constexpr size_t stage_bytes(int staged, int packs) {

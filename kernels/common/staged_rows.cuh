@@ -44,7 +44,9 @@
 // async copies, kStages rows deep. Each thread stages and reads only its own packs, so no barrier
 // guards the staged rows. A row's sums are a team reduction and, in a cluster, a sum over its
 // blocks through distributed shared memory (cluster.h); each team waits only for its own threads (a
-// named barrier), so one team computes while another waits for its sums. At the end of a backward
+// named barrier), so one team computes while another waits for its sums. In a cluster the rows are
+// pipelined: a team sends row j + 1's sum to the other blocks before it waits for row j's, so
+// the exchange overlaps the next row's arithmetic (KBENCH_PIPELINE_ROWS). At the end of a backward
 // the teams fold their column gradients together and each block writes one fp32 partial row (its
 // slice, in a cluster) per gradient to the workspace; finalize_partial_rows (partials.h) adds them,
 // deterministic. One block per SM keeps those partial rows few: 132 N-wide rows on an H100, against
@@ -163,7 +165,10 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
   static_assert(kFold == 1 || (kCluster == 1 && Op::kColGrads > 0));
   extern __shared__ int4 stages[];  // [kStages][S][kPacks][kBlock]
   __shared__ Sums scratch[2][kBlock / kWarpSize];
-  __shared__ ClusterSums<kCluster, Sums, kTeams> cluster_sums;
+  // Pipelined rows (KBENCH_PIPELINE_ROWS, staged_config.h): in a cluster, a row's sum is sent
+  // before the previous row's is awaited, where a row is staged beyond the two in use.
+  constexpr bool kPipelined = KBENCH_PIPELINE_ROWS && kCluster > 1 && kStages >= 3;
+  __shared__ ClusterSums<kCluster, Sums, kTeams, kPipelined ? 8 : 2> cluster_sums;
 
   const int team = static_cast<int>(threadIdx.x) / kTeam;
   const int lane = static_cast<int>(threadIdx.x) % kTeam;
@@ -174,9 +179,12 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
   const int slice = static_cast<int>(ceil_div(packs, kCluster));
   const int slice_end = min(packs, (rank + 1) * slice);
   const auto pack_of = [&](int k) { return rank * slice + k * kTeam + lane; };
-  const auto slot = [&](int stage, int i, int k) {
-    return stages + ((stage * S + i) * kPacks + k) * kBlock + threadIdx.x;
-  };
+  const auto col_of = [&](int k) { return static_cast<int64_t>(pack_of(k)) * V; };
+  // This thread's slots of a stage (computed once per row), then tensor i's pack k at a
+  // constant offset from them.
+  int4* const thread_slots = stages + threadIdx.x;
+  const auto stage_slots = [&](int stage) { return thread_slots + stage * (S * kPacks * kBlock); };
+  const auto slot = [](int4* slots, int i, int k) { return slots + (i * kPacks + k) * kBlock; };
   bool valid[kPacks];
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) valid[k] = pack_of(k) < slice_end;
@@ -185,20 +193,21 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
   // the end makes an empty batch, so every step waits for the same batch count.
   const auto stage_row = [&](int64_t row, int stage) {
     if (row < p.rows) {
+      int4* const slots = stage_slots(stage);
 #pragma unroll
       for (int i = 0; i < S; ++i) {
         const T* src = Op::staged_row(p, i, row);
 #pragma unroll
         for (int k = 0; k < kPacks; ++k) {
-          if (valid[k]) async_copy16(slot(stage, i, k), src + static_cast<int64_t>(pack_of(k)) * V);
+          if (valid[k]) async_copy16(slot(slots, i, k), src + col_of(k));
         }
       }
     }
     async_commit();
   };
-  const auto staged_pack = [&](int stage, int k, Vec16<T> (&in)[S]) {
+  const auto staged_pack = [&](const int4* slots, int k, Vec16<T> (&in)[S]) {
 #pragma unroll
-    for (int i = 0; i < S; ++i) *reinterpret_cast<int4*>(&in[i]) = *slot(stage, i, k);
+    for (int i = 0; i < S; ++i) *reinterpret_cast<int4*>(&in[i]) = slots[(i * kPacks + k) * kBlock];
   };
 
   typename Op::Held held[kPacks];
@@ -206,7 +215,7 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
   float acc[kPacks][kAccRows * V];  // column gradient g of pack k's element e at [k][g * V + e]
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    if (valid[k]) held[k] = Op::hold(p, static_cast<int64_t>(pack_of(k)) * V);
+    if (valid[k]) held[k] = Op::hold(p, col_of(k));
 #pragma unroll
     for (int e = 0; e < kAccRows * V; ++e) acc[k][e] = 0.f;
   }
@@ -214,15 +223,57 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
   // Scalar gradients: every thread of a team adds up its rows' (bitwise equal) row_totals.
   float4 totals = make_float4(0.f, 0.f, 0.f, 0.f);
 
-  uint32_t sum_calls = 0;
-  // The row's sum over the team, then over the cluster. Every thread of the team calls it; the
-  // other teams of the block need not (each team waits at its own barrier), but all call it
-  // equally often.
+  // Round `round`'s sums of this thread's packs of the row staged in `slots` (zero where the
+  // team has no row).
+  const auto pack_sums = [&](int round, const int4* slots, bool has_row, const typename Op::Stats& stats) {
+    Sums sums{};
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (!valid[k] || !has_row) continue;
+      Vec16<T> in[S];
+      staged_pack(slots, k, in);
+      Op::add_sums(round, sums, in, held[k], stats);
+    }
+    return sums;
+  };
+  // The row's outputs (and its share of the gradients) from its stage and stats.
+  const auto store_row = [&](int64_t row, const int4* slots, const typename Op::Stats& stats) {
+    if constexpr (has_row_totals<Op>) add_to(totals, Op::row_total(stats));
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (!valid[k]) continue;
+      Vec16<T> in[S];
+      staged_pack(slots, k, in);
+      Op::store_out(p, row, col_of(k), in, held[k], stats, acc[k]);
+    }
+  };
+
+  // The team's sums of a row: over the team (team_reduce_sum), then over the cluster, each call
+  // numbered in `calls`: row_sum does both; pipelined rows split the cluster's part into
+  // send_sum (returns the call's number) and, later, cluster_wait_sum. Every thread of the team
+  // calls these; the other teams of the block need not (each team waits at its own barrier), but
+  // all make the same calls.
+  uint32_t calls = 0;
+  const auto send_sum = [&](Sums v) {
+    v = team_reduce_sum<kTeam, kBlock>(v, scratch[calls & 1]);
+    cluster_send_sum(v, cluster_sums, rank, team, lane, calls);
+    return calls++;
+  };
   const auto row_sum = [&](Sums v) {
-    v = team_reduce_sum<kTeam, kBlock>(v, scratch[sum_calls & 1]);
-    if constexpr (kCluster > 1) v = cluster_reduce_sum(v, cluster_sums, rank, team, lane, sum_calls);
-    ++sum_calls;
+    v = team_reduce_sum<kTeam, kBlock>(v, scratch[calls & 1]);
+    if constexpr (kCluster > 1) v = cluster_reduce_sum(v, cluster_sums, rank, team, lane, calls);
+    ++calls;
     return v;
+  };
+  // Rounds after the first, where the op has them and the row needs them.
+  const auto later_rounds = [&](const int4* slots, bool has_row, typename Op::Stats& stats) {
+#pragma unroll
+    for (int round = 1; round < Op::kRounds; ++round) {
+      if constexpr (requires { Op::needs_round(round, stats); }) {
+        if (!Op::needs_round(round, stats)) break;  // the same in the whole cluster
+      }
+      Op::finish_round(round, row_sum(pack_sums(round, slots, has_row, stats)), stats, p);
+    }
   };
 
   if constexpr (kCluster > 1) {
@@ -237,42 +288,52 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) stage_row(first_row + j * row_stride, j);
   int stage = 0;
-  // Block- and cluster-uniform loop: a team past the last row still joins the row sums.
-  for (int64_t step = cluster * kTeams; step < p.rows; step += row_stride) {
-    const int64_t row = step + team;
-    const bool has_row = row < p.rows;
-    const int ahead = stage == 0 ? kStages - 1 : stage - 1;  // (stage + kStages - 1) % kStages
-    stage_row(row + (kStages - 1) * row_stride, ahead);
-    async_wait<kStages - 1>();  // this thread's copies of `row` have landed
-
-    typename Op::Stats stats;
-#pragma unroll
-    for (int round = 0; round < Op::kRounds; ++round) {
-      if constexpr (requires { Op::needs_round(round, stats); }) {
-        if (round > 0 && !Op::needs_round(round, stats)) break;  // the same in the whole cluster
-      }
-      Sums sums{};
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        if (!valid[k] || !has_row) continue;
-        Vec16<T> in[S];
-        staged_pack(stage, k, in);
-        Op::add_sums(round, sums, in, held[k], stats);
-      }
-      Op::finish_round(round, row_sum(sums), stats, p);
+  const auto next_stage = [](int s) { return s + 1 == kStages ? 0 : s + 1; };
+  const auto ahead_stage = [](int s) { return s == 0 ? kStages - 1 : s - 1; };  // (s + kStages - 1) % kStages
+  // Block- and cluster-uniform loops: a team past the last row still joins the row sums.
+  if constexpr (kPipelined) {
+    // Row j's first-round sum travels over the cluster while the team sums row j + 1: its sum
+    // is sent before row j's is awaited. Row j + 1 must have landed by then, so kStages - 2 rows
+    // are in flight rather than kStages - 1.
+    const typename Op::Stats no_stats{};
+    int64_t step = cluster * kTeams;
+    uint32_t row_call = 0;
+    if (step < p.rows) {
+      async_wait<kStages - 2>();  // the first row
+      row_call = send_sum(pack_sums(0, stage_slots(0), first_row < p.rows, no_stats));
     }
-
-    if (has_row) {
-      if constexpr (has_row_totals<Op>) add_to(totals, Op::row_total(stats));
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        if (!valid[k]) continue;
-        Vec16<T> in[S];
-        staged_pack(stage, k, in);
-        Op::store_out(p, row, static_cast<int64_t>(pack_of(k)) * V, in, held[k], stats, acc[k]);
+    for (; step < p.rows; step += row_stride) {
+      const int64_t row = step + team;
+      const bool has_row = row < p.rows;
+      const int next = next_stage(stage);
+      stage_row(row + (kStages - 1) * row_stride, ahead_stage(stage));
+      uint32_t next_call = 0;
+      if (step + row_stride < p.rows) {
+        async_wait<kStages - 2>();  // this thread's copies of row + row_stride have landed
+        next_call = send_sum(pack_sums(0, stage_slots(next), row + row_stride < p.rows, no_stats));
       }
+      const int4* const slots = stage_slots(stage);
+      typename Op::Stats stats;
+      Op::finish_round(0, cluster_wait_sum(cluster_sums, team, row_call), stats, p);
+      later_rounds(slots, has_row, stats);
+      if (has_row) store_row(row, slots, stats);
+      row_call = next_call;
+      stage = next;
     }
-    stage = stage + 1 == kStages ? 0 : stage + 1;
+  } else {
+    for (int64_t step = cluster * kTeams; step < p.rows; step += row_stride) {
+      const int64_t row = step + team;
+      const bool has_row = row < p.rows;
+      stage_row(row + (kStages - 1) * row_stride, ahead_stage(stage));
+      async_wait<kStages - 1>();  // this thread's copies of `row` have landed
+
+      const int4* const slots = stage_slots(stage);
+      typename Op::Stats stats;
+      Op::finish_round(0, row_sum(pack_sums(0, slots, has_row, stats)), stats, p);
+      later_rounds(slots, has_row, stats);
+      if (has_row) store_row(row, slots, stats);
+      stage = next_stage(stage);
+    }
   }
   allow_next_grid_to_start();  // a backward's finalize (launch_finalize_partial_rows)
 
@@ -307,7 +368,7 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
 #pragma unroll
         for (int k = 0; k < kPacks; ++k) {
           if (valid[k] && k % kFold == fold_rank) {
-            store_partial<true, V>(partial, static_cast<int64_t>(pack_of(k)) * V, p.cols, &acc[k][g * V]);
+            store_partial<true, V>(partial, col_of(k), p.cols, &acc[k][g * V]);
           }
         }
       }
