@@ -4,7 +4,7 @@
 # Logs and CSVs go to $OUT (default ./out).
 #   bash scripts/gpu-check.sh [OPS...]        (default: every op)
 # Environment: KBENCH_CUDA_ARCHS (default 90), SWEEP (default: default), SKIP_SWEEP=1,
-# SKIP_TESTS=1, GATE=1 (also run scripts/gate-evidence.sh for the regression gate),
+# SKIP_TESTS=1, SKIP_TORCH=1 (no PyTorch copy rate), GATE=1 (also run scripts/gate-evidence.sh for the regression gate),
 # PEERS=op,op (PyTorch eager/compile rows for those ops, bf16, to $OUT/peers.csv).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,7 @@ fi
 step "calibrate"
 ./build/kbench calibrate 2>&1 | tee -a "$log"
 ./build/kbench devices 2>&1 | tee -a "$log"
-python3 scripts/torch_copy_rate.py 2>&1 | tee -a "$log"
+[[ ${SKIP_TORCH:-0} == 1 ]] || python3 scripts/torch_copy_rate.py 2>&1 | tee -a "$log"
 
 if [[ ${SKIP_SWEEP:-0} != 1 ]]; then
   step "sweep ${ops[*]}"

@@ -15,11 +15,19 @@ template <class T>
 __device__ __forceinline__ T shfl_xor(T v, int mask) {
   return __shfl_xor(v, mask, kWarpSize);
 }
+template <class T>
+__device__ __forceinline__ T shfl(T v, int src_lane) {
+  return __shfl(v, src_lane, kWarpSize);
+}
 #else
 inline constexpr int kWarpSize = 32;
 template <class T>
 __device__ __forceinline__ T shfl_xor(T v, int mask) {
   return __shfl_xor_sync(0xffffffffu, v, mask, kWarpSize);
+}
+template <class T>
+__device__ __forceinline__ T shfl(T v, int src_lane) {
+  return __shfl_sync(0xffffffffu, v, src_lane, kWarpSize);
 }
 #endif
 

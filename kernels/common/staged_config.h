@@ -57,6 +57,16 @@ constexpr int kMaxBlocksPerSm = 1;            // bounds a backward's partial row
 #define KBENCH_PIPELINE_ROWS 1
 #endif
 
+// Rows over several blocks as groups of plain blocks that sum through global memory ("grid
+// rows", grid_sums.h), rather than hardware clusters that sum through distributed shared
+// memory: 1 (the default) where that puts more blocks to work than the clusters that fit at
+// once (an H100 holds 30 clusters of 4 and 15 of 8 of these blocks: 120 SMs, against 33 groups
+// of 4 on 132 SMs and 16 of 8 on 128), 0 never, 2 always (knobs for scripts/ab-flags.sh).
+#ifndef KBENCH_GRID_ROWS
+#define KBENCH_GRID_ROWS 1
+#endif
+constexpr int64_t kGridRowsMaxBlocks = 1024;  // grid_sums.h's slots hold this many
+
 // Shared memory of one stage (one row per team) of `staged` tensors, `packs` per thread.
 constexpr size_t stage_bytes(int staged, int packs) {
   return static_cast<size_t>(staged) * packs * kBlock * kPackBytes;
@@ -67,6 +77,24 @@ constexpr int stages_of(int staged, int packs) {
   int stages = kMaxStages;
   while (stages > 2 && stages * stage_bytes(staged, packs) > kSharedBudget) --stages;
   return stages;
+}
+
+// Which blocks take rows over `cluster` blocks, `row_groups` groups of rows at most (a group:
+// one row per team of each block): hardware clusters, `resident_clusters` of them at once (0
+// where the device has none), or groups of one block per SM summing through global memory,
+// whichever puts more blocks to work (`mode`: KBENCH_GRID_ROWS). groups 0: neither can run.
+struct RowGroups {
+  int64_t groups = 0;
+  bool grid_rows = false;
+};
+constexpr RowGroups row_groups_of(int64_t row_groups, int64_t resident_clusters, int sm_count,
+                                  int cluster, int mode = KBENCH_GRID_ROWS) {
+  const int64_t sms = sm_count < 1 ? 1 : sm_count;
+  const int64_t by_clusters = resident_clusters < sms / cluster ? resident_clusters : sms / cluster;
+  const int64_t by_grid = (sms < kGridRowsMaxBlocks ? sms : kGridRowsMaxBlocks) / cluster;
+  const bool grid_rows = mode == 2 || (mode == 1 && by_grid > by_clusters);
+  const int64_t most = grid_rows ? by_grid : by_clusters;
+  return RowGroups{row_groups < most ? row_groups : most, grid_rows};
 }
 
 template <int kTeam_, int kCluster_, int kPacks_>

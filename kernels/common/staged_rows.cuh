@@ -28,6 +28,10 @@
 //   col_grad(p, g)                              where column gradient g goes
 //   kClusterTeam  (optional)                    threads per row in a block of a cluster, if not
 //                                               KBENCH_CLUSTER_TEAM (staged_config.h)
+//   kGridRows  (optional)                       rows over several blocks as grid rows (true)
+//                                               or clusters (false) where both could run
+//                                               them; without it, grid rows only for blocks of
+//                                               4 or more teams (grid_rows_for)
 //   kFitPacks  (optional)                       false: kPacks per thread even where the row
 //                                               fills 3/4 of them or less (with_fitted_packs)
 //   row_total(stats)  (optional)                a float4 per row summed over all rows (polynorm's
@@ -39,14 +43,18 @@
 // the whole block) owns one row at a time, so a block works on 16 to 1 rows at once; rows wider
 // than a block holds (16384 bf16 at 4 packs per thread, 32768 at 8) go to a cluster of 2, 4 or 8
 // blocks, each block's two teams of 256 threads (KBENCH_CLUSTER_TEAM) on two rows (whole-block
-// teams in a cluster of 8 beyond), block `rank` a contiguous slice of each. Thread `lane` of a team
+// teams in a cluster of 8 beyond), block `rank` a contiguous slice of each; or, where that puts
+// more blocks to work (an H100 holds only 120 blocks as clusters of 4 or 8), to a group of as many
+// consecutive plain blocks whose sums meet in global memory instead ("grid rows", grid_sums.h;
+// grid_rows_for says for which ops and configurations). Thread `lane` of a team
 // stages packs lane, lane + kTeam, ... (kPacks of them; coalesced) of every staged tensor with
 // async copies, kStages rows deep. Each thread stages and reads only its own packs, so no barrier
 // guards the staged rows. A row's sums are a team reduction and, in a cluster, a sum over its
-// blocks through distributed shared memory (cluster.h); each team waits only for its own threads (a
-// named barrier), so one team computes while another waits for its sums. In a cluster the rows are
-// pipelined: a team sends row j + 1's sum to the other blocks before it waits for row j's, so
-// the exchange overlaps the next row's arithmetic (KBENCH_PIPELINE_ROWS). At the end of a backward
+// blocks through distributed shared memory (cluster.h) or global memory (grid rows); each team
+// waits only for its own threads (a named barrier), so one team computes while another waits for
+// its sums. In a cluster (or group) the rows are pipelined: a team sends row j + 1's sum to the
+// other blocks before it waits for row j's, so the exchange overlaps the next row's arithmetic
+// (KBENCH_PIPELINE_ROWS). At the end of a backward
 // the teams fold their column gradients together and each block writes one fp32 partial row (its
 // slice, in a cluster) per gradient to the workspace; finalize_partial_rows (partials.h) adds them,
 // deterministic. One block per SM keeps those partial rows few: 132 N-wide rows on an H100, against
@@ -70,6 +78,7 @@
 #include "kernels/common/async_copy.h"
 #include "kernels/common/cluster.h"
 #include "kernels/common/compat.h"
+#include "kernels/common/grid_sums.h"
 #include "kernels/common/launch.h"
 #include "kernels/common/partials.h"
 #include "kernels/common/reduce.h"
@@ -87,6 +96,27 @@ constexpr int cluster_team() {
     return Op::kClusterTeam;
   } else {
     return KBENCH_CLUSTER_TEAM;
+  }
+}
+
+// May rows over kCluster blocks of kTeams teams, kStages deep, be grid rows (grid_sums.h)
+// rather than a hardware cluster, where grid rows put more blocks to work (row_groups_of)? Only
+// where the rows are pipelined (the sum through global memory takes longer: a row without a
+// next one in flight waits for all of it), and then Op::kGridRows where the op has one, else
+// for blocks of 4 or more teams. Same run, H100, bf16, 1024x32768 / 512x65536, % of the copy
+// ceiling, grid rows against clusters: with four 128-thread teams per block at least as fast in
+// every op (layernorm_bwd 80.7 against 77.3 at 32K, polynorm_bwd 82.5 against 77.0), with two
+// 256-thread teams polynorm_bwd 84.0 against 74.8 and polynorm 92.1 against 87.9 at 64K, but
+// layernorm 75.5 against 91.1 and rmsnorm_bwd 75.3 against 85.1 at 32K; not pipelined (three
+// staged tensors), fused_add_rmsnorm_bwd 73.0 against 84.4 (kernels/rmsnorm/NOTES.md).
+template <class Op, int kTeams, int kStages>
+constexpr bool grid_rows_for() {
+  if constexpr (!KBENCH_PIPELINE_ROWS || kStages < 3) {
+    return KBENCH_GRID_ROWS == 2;
+  } else if constexpr (requires { Op::kGridRows; }) {
+    return Op::kGridRows || KBENCH_GRID_ROWS == 2;
+  } else {
+    return kTeams >= 4 || KBENCH_GRID_ROWS == 2;
   }
 }
 
@@ -150,9 +180,12 @@ __device__ __forceinline__ void fold_cluster(float (&acc)[kPacks][kAcc], float4*
 }
 
 // kFold > 1 (backwards whose rows fit one block, kCluster = 1): launched in clusters of kFold
-// blocks that share one partial row per column gradient (fold_cluster).
-template <class Op, class Config, int kStages, int kFold = 1>
-__global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Params p, float* partials) {
+// blocks that share one partial row per column gradient (fold_cluster). kGridRows (kCluster >
+// 1): the kCluster blocks of a row are consecutive plain blocks, not a hardware cluster, and
+// sum through global memory (grid_sums.h, `grid`) instead of distributed shared memory.
+template <class Op, class Config, int kStages, int kFold = 1, bool kGridRows = false>
+__global__ void __launch_bounds__(kBlock, 1)
+    staged_rows_kernel(typename Op::Params p, float* partials, GridSums grid) {
   constexpr int kTeam = Config::kTeam;
   constexpr int kCluster = Config::kCluster;
   constexpr int kPacks = Config::kPacks;
@@ -163,16 +196,21 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
   using Sums = typename Op::Sums;
   static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
   static_assert(kFold == 1 || (kCluster == 1 && Op::kColGrads > 0));
+  static_assert(!kGridRows || (kCluster > 1 && kTeams <= kGridMaxTeams));
+  constexpr bool kHardwareCluster = kCluster > 1 && !kGridRows;
   extern __shared__ int4 stages[];  // [kStages][S][kPacks][kBlock]
   __shared__ Sums scratch[2][kBlock / kWarpSize];
   // Pipelined rows (KBENCH_PIPELINE_ROWS, staged_config.h): in a cluster, a row's sum is sent
   // before the previous row's is awaited, where a row is staged beyond the two in use.
   constexpr bool kPipelined = KBENCH_PIPELINE_ROWS && kCluster > 1 && kStages >= 3;
-  __shared__ ClusterSums<kCluster, Sums, kTeams, kPipelined ? 8 : 2> cluster_sums;
+  struct NoClusterSums {};
+  __shared__ std::conditional_t<!kGridRows, ClusterSums<kCluster, Sums, kTeams, kPipelined ? 8 : 2>,
+                                NoClusterSums>
+      cluster_sums;
 
   const int team = static_cast<int>(threadIdx.x) / kTeam;
   const int lane = static_cast<int>(threadIdx.x) % kTeam;
-  const int rank = cluster_rank<kCluster>();
+  const int rank = kGridRows ? static_cast<int>(blockIdx.x % kCluster) : cluster_rank<kCluster>();
   const int64_t cluster = blockIdx.x / kCluster;
   const int64_t clusters = gridDim.x / kCluster;
   const int packs = static_cast<int>(p.cols / V);
@@ -248,20 +286,43 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
     }
   };
 
-  // The team's sums of a row: over the team (team_reduce_sum), then over the cluster, each call
-  // numbered in `calls`: row_sum does both; pipelined rows split the cluster's part into
-  // send_sum (returns the call's number) and, later, cluster_wait_sum. Every thread of the team
-  // calls these; the other teams of the block need not (each team waits at its own barrier), but
-  // all make the same calls.
+  // The sum over the row's blocks in two halves: send this block's, wait for all of them
+  // (through distributed shared memory in a cluster, global memory in grid rows).
+  // (A grid-rows team's slots, from blockIdx and threadIdx rather than held in registers.)
+  const auto group_team = [] {
+    return static_cast<int>(blockIdx.x / kCluster * kTeams + threadIdx.x / kTeam);
+  };
+  const auto send_to_row_blocks = [&](const Sums& v, uint32_t call) {
+    if constexpr (kGridRows) {
+      grid_send_sum<kCluster>(v, grid, group_team(), rank, lane, call);
+    } else {
+      cluster_send_sum(v, cluster_sums, rank, team, lane, call);
+    }
+  };
+  const auto wait_for_row_blocks = [&](uint32_t call) {
+    if constexpr (kGridRows) {
+      return grid_wait_sum<kCluster, Sums>(grid, group_team(), call);
+    } else {
+      return cluster_wait_sum(cluster_sums, team, call);
+    }
+  };
+  // The team's sums of a row: over the team (team_reduce_sum), then over the row's blocks, each
+  // call numbered in `calls`: row_sum does both; pipelined rows split the blocks' part into
+  // send_sum (returns the call's number) and, later, wait_for_row_blocks. Every thread of the
+  // team calls these; the other teams of the block need not (each team waits at its own
+  // barrier), but all make the same calls.
   uint32_t calls = 0;
   const auto send_sum = [&](Sums v) {
     v = team_reduce_sum<kTeam, kBlock>(v, scratch[calls & 1]);
-    cluster_send_sum(v, cluster_sums, rank, team, lane, calls);
+    send_to_row_blocks(v, calls);
     return calls++;
   };
   const auto row_sum = [&](Sums v) {
     v = team_reduce_sum<kTeam, kBlock>(v, scratch[calls & 1]);
-    if constexpr (kCluster > 1) v = cluster_reduce_sum(v, cluster_sums, rank, team, lane, calls);
+    if constexpr (kCluster > 1) {
+      send_to_row_blocks(v, calls);
+      v = wait_for_row_blocks(calls);
+    }
     ++calls;
     return v;
   };
@@ -276,7 +337,7 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
     }
   };
 
-  if constexpr (kCluster > 1) {
+  if constexpr (kHardwareCluster) {
     cluster_sums_init(cluster_sums);
     cluster_sync();  // every peer has started and set up its mbarriers before any sends to it
   }
@@ -314,7 +375,7 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
       }
       const int4* const slots = stage_slots(stage);
       typename Op::Stats stats;
-      Op::finish_round(0, cluster_wait_sum(cluster_sums, team, row_call), stats, p);
+      Op::finish_round(0, wait_for_row_blocks(row_call), stats, p);
       later_rounds(slots, has_row, stats);
       if (has_row) store_row(row, slots, stats);
       row_call = next_call;
@@ -339,7 +400,7 @@ __global__ void __launch_bounds__(kBlock, 1) staged_rows_kernel(typename Op::Par
 
   // No block leaves while a peer may still send to it (each waits for all values it is sent,
   // but the last sends should not race the exit either).
-  if constexpr (kCluster > 1) cluster_sync();
+  if constexpr (kHardwareCluster) cluster_sync();
   if constexpr (Op::kColGrads > 0) {
     // The teams' accumulators into team 0's, through the stage buffers (no copy is in flight
     // any more: the batches left are empty), then this block's partial rows: column gradient
@@ -471,7 +532,7 @@ bool launch_folded(const typename Op::Params& p, float* partials, int64_t blocks
     if ((resident + 1) * kFold <= blocks) return false;  // kFold or more SMs would idle
     partial_rows = std::min(ceil_div(blocks, kFold), resident);
     launch_in_clusters(kernel, static_cast<int>(partial_rows * kFold), kBlock, kShared, stream,
-                       kFold, p, partials);
+                       kFold, p, partials, GridSums{});
     return true;
   }
 }
@@ -499,7 +560,9 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const gpuStream_t stream = stream_of(a);
   float* partials = static_cast<float*>(a.workspace);
   int64_t clusters = 0;
-  const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>()>(packs, limits.clusters, [&](auto config) {
+  // Rows over several blocks: hardware clusters or grid rows (row_groups_of).
+  const bool wide_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
+  const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>()>(packs, wide_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kStages = stages_of(Op::kStaged, C::kPacks);
     constexpr size_t kShared = kStages * stage_bytes(Op::kStaged, C::kPacks);
@@ -513,17 +576,37 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
       const int64_t blocks = std::min(row_groups, per_sm);
       if (!launch_folded<Op, C, kStages>(p, partials, blocks, limits, stream, clusters)) {
         clusters = blocks;
-        kernel<<<static_cast<int>(clusters), kBlock, kShared, stream>>>(p, partials);
+        kernel<<<static_cast<int>(clusters), kBlock, kShared, stream>>>(p, partials, GridSums{});
         KB_GPU_CHECK_LAUNCH();
       }
     } else {
-      static std::atomic<int64_t> resident_cache[64];  // clusters that fit at once
-      const int64_t resident = once_per_device(resident_cache, [&](int) {
-        return std::max(1, max_active_clusters(kernel, kBlock, kShared, C::kCluster));
-      });
-      clusters = std::min<int64_t>({row_groups, resident, per_sm / C::kCluster});
-      launch_in_clusters(kernel, static_cast<int>(clusters * C::kCluster), kBlock, kShared,
-                         stream, C::kCluster, p, partials);
+      int64_t resident = 0;  // hardware clusters that fit at once (none without clusters)
+      if (limits.clusters) {
+        static std::atomic<int64_t> resident_cache[64];
+        resident = once_per_device(resident_cache, [&](int) {
+          return std::max(1, max_active_clusters(kernel, kBlock, kShared, C::kCluster));
+        });
+      }
+      constexpr bool kMayGridRows = grid_rows_for<Op, kBlock / C::kTeam, kStages>();
+      const RowGroups groups =
+          row_groups_of(row_groups, resident, a.sm_count, C::kCluster,
+                        kMayGridRows ? KBENCH_GRID_ROWS : 0);
+      clusters = groups.groups;
+      const int blocks = static_cast<int>(clusters * C::kCluster);
+      if (clusters == 0) return;
+      if (groups.grid_rows) {  // never without kMayGridRows (mode 0)
+        if constexpr (kMayGridRows) {
+          // At most one block per SM (row_groups_of), so the blocks of a group run at once.
+          static_assert(kGridRowsMaxBlocks <= kGridMaxBlocks);
+          auto* grid_kernel = staged_rows_kernel<Op, C, kStages, 1, true>;
+          static std::atomic<uint64_t> grid_opted_in{0};
+          allow_shared_bytes(reinterpret_cast<const void*>(grid_kernel), kShared, grid_opted_in);
+          grid_kernel<<<blocks, kBlock, kShared, stream>>>(p, partials, grid_sums_for_launch());
+          KB_GPU_CHECK_LAUNCH();
+        }
+      } else {
+        launch_in_clusters(kernel, blocks, kBlock, kShared, stream, C::kCluster, p, partials, GridSums{});
+      }
     }
   });
   if (!launched || clusters == 0) return false;

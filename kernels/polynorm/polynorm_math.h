@@ -630,6 +630,11 @@ struct PolynormFwdStaged {
   // Fitted packs (with_fitted_packs) for fused_mul_polynorm only: at 5120 bf16 it measured +0.6
   // points of the copy ceiling on the H100, polynorm -0.5 (H100) and -0.7 (H200).
   static constexpr bool kFitPacks = kHasMul;
+  // Rows over several blocks as grid rows even with two teams per block (staged_rows.cuh's
+  // grid_rows_for): same run, H100, bf16, polynorm at 512x65536 92.1 / 93.0 against 87.9 / 87.8%
+  // of the copy ceiling in clusters of 4 on 120 SMs; fused_mul_polynorm at 1024x32768 92.7 / 92.3
+  // against 91.6 / 91.1.
+  static constexpr bool kGridRows = true;
   static constexpr int kRounds = 1;
   static constexpr int kColGrads = 0;
   struct Stats {
@@ -1028,6 +1033,10 @@ struct PolynormBwdStaged {
   // bf16: polynorm_bwd 69.1 / 71.4 -> 81.2 / 77.7% of the copy ceiling, fused_mul_polynorm_bwd
   // 80.9 / 81.9 -> 87.7 / 87.3; rmsnorm_bwd and layernorm_bwd were 1 and 7 points slower so).
   static constexpr int kClusterTeam = 128;
+  // Grid rows wherever pipelined (polynorm_bwd; fused_mul_polynorm_bwd's three staged tensors
+  // are not): same run, H100, bf16, 82.5 / 84.0% of the copy ceiling at 1024x32768 / 512x65536
+  // against 77.0 / 74.8 in clusters of 8 on 120 SMs (staged_rows.cuh's grid_rows_for).
+  static constexpr bool kGridRows = true;
   // Four packs per thread even at 5120 bf16, where 3 would hold the row (H100: polynorm_bwd
   // 84.9-85.3 against 83.2-83.3% of the copy ceiling fitted; fused_mul_polynorm_bwd the same).
   static constexpr bool kFitPacks = false;

@@ -109,6 +109,44 @@ TEST(StagedConfig, WithoutClustersOnlyRowsOneBlockHolds) {
   EXPECT_FALSE(choose<32>(kBlock * kPacks + 1, false).taken);
 }
 
+// An H100: 132 SMs, 66 resident clusters of 2, 30 of 4, 15 of 8 of these blocks.
+TEST(StagedConfig, GridRowsWhereTheyPutMoreBlocksToWorkThanClusters) {
+  const RowGroups two = row_groups_of(1000, 66, 132, 2, 1);
+  EXPECT_FALSE(two.grid_rows);  // clusters of 2 fill every SM already
+  EXPECT_EQ(two.groups, 66);
+  const RowGroups four = row_groups_of(1000, 30, 132, 4, 1);
+  EXPECT_TRUE(four.grid_rows);
+  EXPECT_EQ(four.groups, 33);  // 132 blocks, not 120
+  const RowGroups eight = row_groups_of(1000, 15, 132, 8, 1);
+  EXPECT_TRUE(eight.grid_rows);
+  EXPECT_EQ(eight.groups, 16);  // 128 blocks, not 120
+}
+
+TEST(StagedConfig, RowGroupsNeverExceedTheRowsOrTheSms) {
+  EXPECT_EQ(row_groups_of(3, 30, 132, 4, 1).groups, 3);  // a group per row group, no more
+  EXPECT_EQ(row_groups_of(1, 15, 132, 8, 2).groups, 1);
+  for (int mode = 0; mode <= 2; ++mode) {
+    for (int cluster : {2, 4, 8}) {
+      for (int sms : {1, 7, 108, 132, 5000}) {
+        const RowGroups g = row_groups_of(1 << 20, 1000, sms, cluster, mode);
+        EXPECT_LE(g.groups * cluster, sms) << mode << " " << cluster << " " << sms;
+        EXPECT_LE(g.groups * cluster, g.grid_rows ? kGridRowsMaxBlocks : sms);
+      }
+    }
+  }
+}
+
+TEST(StagedConfig, GridRowsKnobForcesEitherWay) {
+  EXPECT_FALSE(row_groups_of(1000, 15, 132, 8, 0).grid_rows);  // 0: clusters only
+  EXPECT_EQ(row_groups_of(1000, 15, 132, 8, 0).groups, 15);
+  EXPECT_TRUE(row_groups_of(1000, 66, 132, 2, 2).grid_rows);  // 2: grid rows always
+  EXPECT_EQ(row_groups_of(1000, 66, 132, 2, 2).groups, 66);
+  // No clusters on the device (sm_80): grid rows, or nothing with the knob at 0.
+  EXPECT_TRUE(row_groups_of(1000, 0, 108, 4, 1).grid_rows);
+  EXPECT_EQ(row_groups_of(1000, 0, 108, 4, 1).groups, 27);
+  EXPECT_EQ(row_groups_of(1000, 0, 108, 4, 0).groups, 0);
+}
+
 TEST(StagedConfig, WarpTeamsFollowTheWarpWidth) {
   EXPECT_EQ(choose<32>(1, true).team, 32);
   EXPECT_EQ(choose<64>(1, true).team, 64);  // AMD: a team is a whole wavefront
