@@ -17,8 +17,8 @@
 // cluster.h (8: two calls in flight, pipelined rows). A buffer is written again only after
 // every block of the group has read its previous use (the same argument as cluster.h's), so a
 // reader sees either the value it waits for or the buffer's previous use, whose parity differs;
-// words of earlier launches carry another epoch. Ranks are added in a fixed order: every block
-// gets bitwise the same sum.
+// words of earlier launches carry another epoch. Every block adds the ranks in the same order
+// (grid_wait_sum), so all get bitwise the same sum.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -52,6 +52,7 @@ inline GridSums grid_sums_for_launch() {
     void* p = nullptr;
     KB_GPU_CHECK(gpuMalloc(&p, kGridSlotBytes));
     KB_GPU_CHECK(gpuMemset(p, 0, kGridSlotBytes));  // tag 0: no epoch's
+    KB_GPU_CHECK(gpuDeviceSynchronize());  // zeroed before a kernel on any stream polls them
     return reinterpret_cast<int64_t>(p);
   });
   static std::atomic<uint32_t> launches{0};
@@ -128,7 +129,7 @@ __device__ __forceinline__ V grid_wait_sum(const GridSums& g, int group_team, ui
     for (int i = 0; i < kPerLane; ++i) words[i] = load_word(slots + i * kSpan);
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
-      // About a second of polls (an L2 round trip each) means a peer block never ran.
+      // 2^22 polls (an L2 round trip each: seconds) mean a peer block never ran.
       for (uint32_t polls = 0; static_cast<uint32_t>(words[i] >> 32) != tag; ++polls) {
         if (polls == (1u << 22)) {
 #if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)

@@ -61,7 +61,8 @@ constexpr int kMaxBlocksPerSm = 1;            // bounds a backward's partial row
 // rows", grid_sums.h), rather than hardware clusters that sum through distributed shared
 // memory: 1 (the default) where that puts more blocks to work than the clusters that fit at
 // once (an H100 holds 30 clusters of 4 and 15 of 8 of these blocks: 120 SMs, against 33 groups
-// of 4 on 132 SMs and 16 of 8 on 128), 0 never, 2 always (knobs for scripts/ab-flags.sh).
+// of 4 on 132 SMs and 16 of 8 on 128) and the op's rows may take them (staged_rows.cuh's
+// grid_rows_for), 0 never, 2 always (knobs for scripts/ab-flags.sh).
 #ifndef KBENCH_GRID_ROWS
 #define KBENCH_GRID_ROWS 1
 #endif
