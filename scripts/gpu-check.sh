@@ -4,7 +4,8 @@
 # Logs and CSVs go to $OUT (default ./out).
 #   bash scripts/gpu-check.sh [OPS...]        (default: every op)
 # Environment: KBENCH_CUDA_ARCHS (default 90), SWEEP (default: default), SKIP_SWEEP=1,
-# SKIP_TESTS=1, SKIP_TORCH=1 (no PyTorch copy rate), GATE=1 (also run scripts/gate-evidence.sh for the regression gate),
+# SKIP_TESTS=1, SKIP_TORCH=1 (no PyTorch copy rate), GATE=1 (also run scripts/gate-evidence.sh
+# for the regression gate),
 # PEERS=op,op (PyTorch eager/compile rows for those ops, bf16, to $OUT/peers.csv).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -85,7 +85,7 @@ __device__ __forceinline__ uint32_t peer_address(const void* local, int peer) {
 // again kBuffers calls later, and a team can only get there after every block's later calls'
 // values have reached it, which each block's team sends after its threads finished reading
 // this call's slots (the team reduction before each send has a barrier). With one call in
-// flight per team (cluster_reduce_sum), a block has read every call up to c - 1 when it sends
+// flight per team (a send, then its wait), a block has read every call up to c - 1 when it sends
 // call c + 1, so 2 buffers do. With a second in flight (a row's sum sent while the one before
 // is still awaited, and an extra round of a row in between: staged_rows.cuh's pipelined rows),
 // a block sending call c has read every call up to c - 3 and every peer up to c - 6, so 8.
@@ -212,14 +212,6 @@ __device__ __forceinline__ V cluster_wait_sum(ClusterSums<kCluster, V, kTeams, k
   no_clusters_here();
   return V{};
 #endif
-}
-
-// Both halves at once: the sum over the cluster for the team's call `call`.
-template <int kCluster, class V, int kTeams, int kBuffers>
-__device__ __forceinline__ V cluster_reduce_sum(V v, ClusterSums<kCluster, V, kTeams, kBuffers>& sums,
-                                                int rank, int team, int lane, uint32_t call) {
-  cluster_send_sum(v, sums, rank, team, lane, call);
-  return cluster_wait_sum(sums, team, call);
 }
 
 }  // namespace kbench
