@@ -110,7 +110,8 @@ struct StagedConfig {
 // 512 x kPacks packs: 16384 bf16 at 4), then clusters of 2, 4 or 8 blocks per row with
 // kClusterTeam threads of each block on a row (the op's, by default KBENCH_CLUSTER_TEAM: teams
 // of 256 at 4 packs hold rows up to 65536 bf16), then teams of 256 and whole blocks in a
-// cluster of 8; one block per row at fitted packs (with_fitted_packs, kFit). Calls
+// cluster of 8; one block per row at fitted packs (with_fitted_packs, kFit); rows over 8
+// blocks that fill more than 3/4 of kClusterPacks per thread (fewer than kPacks) at those. Calls
 // f(StagedConfig<...>{}) and returns
 // true, or returns false for rows wider than 8 blocks hold (131072 bf16 at 4 packs) or,
 // without clusters, than one block holds. One block per SM, not several smaller ones: a
@@ -135,7 +136,7 @@ void with_fitted_packs(int64_t packs, F&& f) {
 }
 
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
-          bool kFit = KBENCH_FIT_PACKS, class F>
+          bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -152,6 +153,15 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   if (!clusters) return false;
   constexpr int kTeam = kClusterTeam;
   static_assert(kTeam >= kWarpTeam && kTeam <= kBlock && kBlock % kTeam == 0);
+  if constexpr (kClusterPacks != kPacks) {
+    // Fewer packs per thread over 8 blocks, so more stages, where the row fills more than 3/4
+    // of them (staged_rows.cuh's kClusterPacks). Rows that fill less keep kPacks: their
+    // stages would carry too few bytes.
+    constexpr int kCP = kClusterPacks;
+    const auto fills = [packs](int64_t slots) { return packs <= slots && 4 * packs > 3 * slots; };
+    if (fills(8 * 256 * kCP)) return f(StagedConfig<256, 8, kCP>{}), true;
+    if (fills(8 * kBlock * kCP)) return f(StagedConfig<kBlock, 8, kCP>{}), true;
+  }
   if (packs <= 2 * kTeam * kPacks) return f(StagedConfig<kTeam, 2, kPacks>{}), true;
   if (packs <= 4 * kTeam * kPacks) return f(StagedConfig<kTeam, 4, kPacks>{}), true;
   if (packs <= 8 * kTeam * kPacks) return f(StagedConfig<kTeam, 8, kPacks>{}), true;

@@ -34,6 +34,9 @@
 //                                               4 or more teams (grid_rows_for)
 //   kFitPacks  (optional)                       false: kPacks per thread even where the row
 //                                               fills 3/4 of them or less (with_fitted_packs)
+//   kClusterPacks  (optional)                   packs per thread for rows over 8 blocks that
+//                                               fill more than 3/4 of them (the three-tensor
+//                                               backwards: 2, so 4 stages fit, not 2)
 //   row_total(stats)  (optional)                a float4 per row summed over all rows (polynorm's
 //                                               dw and db: scalar gradients); with it
 //   finish_totals(p, totals, count, stream, overlap)  host: adds the kernel's `count` float4
@@ -66,7 +69,8 @@
 // as many as fit 200 KB (at most 4): at 4 packs, 4 stages of one tensor, 3 of two (192 KB), 2
 // of three; at 8 packs, 3 of one. Rows that fill at most 3/4 of their team's packs take fewer
 // packs per thread (staged_config.h's with_fitted_packs: 5120 bf16 at 5 of 8 or 3 of 4), so
-// smaller stages and more of them.
+// smaller stages and more of them; so do rows over 8 blocks of ops with kClusterPacks (three
+// staged tensors at 2 packs: 4 stages).
 // A row needs a whole number of 16-byte packs and 16-byte aligned rows (the vector path);
 // launchers send other rows to their register kernels.
 #pragma once
@@ -117,6 +121,17 @@ constexpr bool grid_rows_for() {
     return Op::kGridRows || KBENCH_GRID_ROWS == 2;
   } else {
     return kTeams >= 4 || KBENCH_GRID_ROWS == 2;
+  }
+}
+
+// Packs per thread for rows over several blocks: Op::kClusterPacks where the op has one, else
+// Op::kPacks.
+template <class Op>
+constexpr int cluster_packs() {
+  if constexpr (requires { Op::kClusterPacks; }) {
+    return Op::kClusterPacks;
+  } else {
+    return Op::kPacks;
   }
 }
 
@@ -562,7 +577,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   int64_t clusters = 0;
   // Rows over several blocks: hardware clusters or grid rows (row_groups_of).
   const bool wide_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
-  const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>()>(packs, wide_rows, [&](auto config) {
+  const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>()>(packs, wide_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kStages = stages_of(Op::kStaged, C::kPacks);
     constexpr size_t kShared = kStages * stage_bytes(Op::kStaged, C::kPacks);

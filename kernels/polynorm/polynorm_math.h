@@ -1027,6 +1027,13 @@ struct PolynormBwdStaged {
   using Sums = RowSums<8>;  // x^2, x^4, x^6, G x, G x^2, G x^3, G; .v[7] unused
   static constexpr int kStaged = kHasMul ? 3 : 2;  // dy, x, m
   static constexpr int kPacks = staged_rows::kPacks;
+  // Rows over several blocks at 2 packs per thread where they fill them (staged_config.h's
+  // with_staged_config): three staged tensors then fit 4 stages instead of 2, so the rows are
+  // pipelined and take grid rows. Same run, H100, bf16, fused_mul_polynorm_bwd at 1024x32768 /
+  // 512x65536: 85.8 / 85.7% of the copy ceiling against 86.7 / 82.7 (at 4 packs); 768x40000
+  // (61% of the slots filled) 69-71 against 75, so there it keeps 4. Two staged tensors
+  // (polynorm_bwd) measured 9-11 points slower at 2 packs.
+  static constexpr int kClusterPacks = kHasMul ? 2 : kPacks;
   static constexpr int kRounds = 1;
   static constexpr int kColGrads = 0;
   // Rows of 32768 bf16: 8 blocks of four 128-thread teams, not 4 of two 256-thread ones (H100,
@@ -1039,6 +1046,7 @@ struct PolynormBwdStaged {
   static constexpr bool kGridRows = true;
   // Four packs per thread even at 5120 bf16, where 3 would hold the row (H100: polynorm_bwd
   // 84.9-85.3 against 83.2-83.3% of the copy ceiling fitted; fused_mul_polynorm_bwd the same).
+  // (H200, same run: fused_mul_polynorm_bwd +2.5 fitted, polynorm_bwd +0.4.)
   static constexpr bool kFitPacks = false;
   struct Stats {
     BwdRow row;

@@ -17,10 +17,11 @@ struct Choice {
 };
 
 template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
-          bool kFit = KBENCH_FIT_PACKS>
+          bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
-  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit>(packs, clusters, [&](auto config) {
+  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks>(
+      packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
     c.packs = decltype(config)::kPacks;
@@ -101,6 +102,34 @@ TEST(StagedConfig, SmallerClusterTeamsStepUpToLargerOnesInClustersOfEight) {
   EXPECT_EQ(choose_128(8 * 256 * kPacks + 1).team, kBlock);
   EXPECT_TRUE(choose_128(8 * kOneBlock).taken);
   EXPECT_FALSE(choose_128(8 * kOneBlock + 1).taken);
+}
+
+// The three-tensor backwards (4 packs, 2 over several blocks, cluster team 128): 32768 and
+// 65536 bf16 (4096 and 8192 packs) fill all of 8 blocks of 256 and 512 threads at 2 packs, with
+// 4 stages of three tensors where 4 packs fit 2; 40000 (5000 packs, 61% of 8192) and rows one
+// block holds keep 4 packs; every row still fits its slots.
+TEST(StagedConfig, ClusterPacksWhereTheRowFillsThem) {
+  const auto choose_3 = [](int64_t packs) { return choose<32, kPacks, 128, false, 2>(packs, true); };
+  const Choice k32 = choose_3(4096);
+  EXPECT_EQ(k32.team, 256);
+  EXPECT_EQ(k32.cluster, 8);
+  EXPECT_EQ(k32.packs, 2);
+  const Choice k64 = choose_3(8192);
+  EXPECT_EQ(k64.team, kBlock);
+  EXPECT_EQ(k64.packs, 2);
+  EXPECT_EQ(stages_of(3, 2), 4);
+  EXPECT_EQ(stages_of(3, 4), 2);
+  EXPECT_EQ(choose_3(5000).packs, 4);
+  EXPECT_EQ(choose_3(3072).packs, 4);  // 3/4 of 4096 exactly
+  EXPECT_EQ(choose_3(3073).packs, 2);
+  EXPECT_EQ(choose_3(kBlock * kPacks).packs, 4);
+  EXPECT_EQ(choose_3(kBlock * kPacks).cluster, 1);
+  for (int64_t packs = kBlock * kPacks + 1; packs <= 8 * kBlock * kPacks; ++packs) {
+    const Choice c = choose_3(packs);
+    ASSERT_TRUE(c.taken) << packs;
+    ASSERT_LE((packs + c.cluster - 1) / c.cluster, int64_t{c.team} * c.packs) << packs;
+    if (c.packs == 2) ASSERT_GT(4 * packs, 3 * int64_t{c.team} * c.cluster * 2) << packs;
+  }
 }
 
 TEST(StagedConfig, WithoutClustersOnlyRowsOneBlockHolds) {
