@@ -34,6 +34,8 @@
 //                                               4 or more teams (grid_rows_for)
 //   kFitPacks  (optional)                       false: kPacks per thread even where the row
 //                                               fills 3/4 of them or less (with_fitted_packs)
+//   kHeldShared  (optional)                     true: Held in shared memory, not registers,
+//                                               for rows over several blocks (held_in_shared)
 //   kClusterPacks  (optional)                   packs per thread for rows over 8 blocks that
 //                                               fill more than 3/4 of them (the three-tensor
 //                                               backwards: 2, so 4 stages fit, not 2)
@@ -70,7 +72,8 @@
 // of three; at 8 packs, 3 of one. Rows that fill at most 3/4 of their team's packs take fewer
 // packs per thread (staged_config.h's with_fitted_packs: 5120 bf16 at 5 of 8 or 3 of 4), so
 // smaller stages and more of them; so do rows over 8 blocks of ops with kClusterPacks (three
-// staged tensors at 2 packs: 4 stages).
+// staged tensors at 2 packs: 4 stages). Ops with kHeldShared add their held values after the
+// stages for rows over several blocks (layernorm_bwd's w: 8-32 KB).
 // A row needs a whole number of 16-byte packs and 16-byte aligned rows (the vector path);
 // launchers send other rows to their register kernels.
 #pragma once
@@ -133,6 +136,35 @@ constexpr int cluster_packs() {
   } else {
     return Op::kPacks;
   }
+}
+
+// Does Op keep what it holds per column (w) in shared memory, after the stages, rather than in
+// registers, for rows over kCluster blocks? Where the op opts in (kHeldShared) and
+// KBENCH_HELD_SHARED says so: 1 (the default) for rows over several blocks, 0 never, 2 for all
+// rows (knobs for scripts/ab-flags.sh). layernorm_bwd's wide rows spilled 16-40 bytes per
+// thread (ptxas) with w in registers and spill nothing so: same run, H100, bf16, 77.5 / 82.0 /
+// 72.4% of the copy ceiling at 512x65536 / 1024x32768 / 768x40000 against 75.4 / 81.1 / 69.9;
+// for rows one block holds (no spills either way) 2 measured up to 1.8 points slower.
+#ifndef KBENCH_HELD_SHARED
+#define KBENCH_HELD_SHARED 1
+#endif
+template <class Op, int kCluster>
+__host__ __device__ constexpr bool held_in_shared() {
+  if constexpr (requires { Op::kHeldShared; }) {
+    return Op::kHeldShared &&
+           (KBENCH_HELD_SHARED == 2 || (KBENCH_HELD_SHARED == 1 && kCluster > 1));
+  } else {
+    return false;
+  }
+}
+// Shared memory of a block of Config's rows: kStages stages, and the held values where
+// held_in_shared (one per pack of a team: the block's teams share their columns).
+template <class Op, class Config, int kStages>
+constexpr size_t staged_shared_bytes() {
+  return kStages * stage_bytes(Op::kStaged, Config::kPacks) +
+         (held_in_shared<Op, Config::kCluster>()
+              ? size_t{Config::kPacks} * Config::kTeam * sizeof(typename Op::Held)
+              : 0);
 }
 
 // Does Op fit its packs per thread to the row (with_fitted_packs)? Op::kFitPacks where the op
@@ -263,15 +295,32 @@ __global__ void __launch_bounds__(kBlock, 1)
     for (int i = 0; i < S; ++i) *reinterpret_cast<int4*>(&in[i]) = slots[(i * kPacks + k) * kBlock];
   };
 
-  typename Op::Held held[kPacks];
+  // What the thread holds for its columns (w): in registers, or (held_in_shared) after the
+  // stages in shared memory, written by team 0 for all teams.
+  using Held = typename Op::Held;
+  constexpr bool kHeldShared = held_in_shared<Op, kCluster>();
+  Held held_regs[kHeldShared ? 1 : kPacks];
+  Held* const held_shared = reinterpret_cast<Held*>(stages + kStages * S * kPacks * kBlock);
+  const auto held = [&](int k) -> const Held& {
+    if constexpr (kHeldShared) {
+      return held_shared[k * kTeam + lane];
+    } else {
+      return held_regs[k];
+    }
+  };
   constexpr int kAccRows = Op::kColGrads > 0 ? Op::kColGrads : 1;  // forwards accumulate nothing
   float acc[kPacks][kAccRows * V];  // column gradient g of pack k's element e at [k][g * V + e]
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    if (valid[k]) held[k] = Op::hold(p, col_of(k));
+    if constexpr (kHeldShared) {
+      if (valid[k] && team == 0) held_shared[k * kTeam + lane] = Op::hold(p, col_of(k));
+    } else {
+      if (valid[k]) held_regs[k] = Op::hold(p, col_of(k));
+    }
 #pragma unroll
     for (int e = 0; e < kAccRows * V; ++e) acc[k][e] = 0.f;
   }
+  if constexpr (kHeldShared) __syncthreads();
 
   // Scalar gradients: every thread of a team adds up its rows' (bitwise equal) row_totals.
   float4 totals = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -285,7 +334,7 @@ __global__ void __launch_bounds__(kBlock, 1)
       if (!valid[k] || !has_row) continue;
       Vec16<T> in[S];
       staged_pack(slots, k, in);
-      Op::add_sums(round, sums, in, held[k], stats);
+      Op::add_sums(round, sums, in, held(k), stats);
     }
     return sums;
   };
@@ -297,7 +346,7 @@ __global__ void __launch_bounds__(kBlock, 1)
       if (!valid[k]) continue;
       Vec16<T> in[S];
       staged_pack(slots, k, in);
-      Op::store_out(p, row, col_of(k), in, held[k], stats, acc[k]);
+      Op::store_out(p, row, col_of(k), in, held(k), stats, acc[k]);
     }
   };
 
@@ -536,7 +585,7 @@ bool launch_folded(const typename Op::Params& p, float* partials, int64_t blocks
   } else {
     constexpr int64_t kFoldMaxRows = 32;
     if (!limits.clusters || blocks < 2 * kFold || p.rows > kFoldMaxRows * blocks) return false;
-    constexpr size_t kShared = kStages * stage_bytes(Op::kStaged, C::kPacks);
+    constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();
     auto* kernel = staged_rows_kernel<Op, C, kStages, kFold>;
     static std::atomic<uint64_t> opted_in{0};
     allow_shared_bytes(reinterpret_cast<const void*>(kernel), kShared, opted_in);
@@ -577,10 +626,11 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   int64_t clusters = 0;
   // Rows over several blocks: hardware clusters or grid rows (row_groups_of).
   const bool wide_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
-  const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>()>(packs, wide_rows, [&](auto config) {
+  const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(),
+                                           cluster_packs<Op>()>(packs, wide_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kStages = stages_of(Op::kStaged, C::kPacks);
-    constexpr size_t kShared = kStages * stage_bytes(Op::kStaged, C::kPacks);
+    constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();
     if (kShared > limits.shared_bytes) return;
     auto* kernel = staged_rows_kernel<Op, C, kStages>;
     static std::atomic<uint64_t> opted_in{0};  // one per configuration (and Op)

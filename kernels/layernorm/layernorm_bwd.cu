@@ -641,6 +641,9 @@ struct LayernormBwdStaged {
   // 80.6% of the copy ceiling against 77.3 / 77.4. (In clusters, team 128 had measured 7 points
   // slower.) 65536 takes 256-thread teams in clusters of 8 either way.
   static constexpr int kClusterTeam = 128;
+  // w in shared memory for rows over several blocks (staged_rows.cuh's held_in_shared): with
+  // w, dw and db in registers those kernels spilled, and 2 points slower at 65536.
+  static constexpr bool kHeldShared = true;
   struct Stats {
     RowCoefs coefs;
     bool second_round;
