@@ -92,47 +92,71 @@ __device__ __forceinline__ void fold_teams(float (*acc)[kCols], float* exchange)
   }
 }
 
-// out[j] = sum of the partial rows' column j. A block takes 32 groups of kCols columns (kCols
-// = 4: 16-byte loads, where the rows allow; 1 otherwise) and kFinalizeGroups groups of threads
-// split the partial rows; each thread issues up to kFinalizeInFlight loads before it adds
-// them, then the groups' sums are added in a fixed order (deterministic). kOutputs = 2:
-// blockIdx.y picks out0 (0) or out1 (1), whose num_partials partial rows follow out0's in the
-// workspace. Launched to overlap the end of the kernel that wrote the partial rows
-// (launch_finalize_partial_rows), so it waits for that kernel first.
+// out[j] = sum of the partial rows' column j. A block of kFinalizeThreads threads takes
+// kFinalizeThreads / groups groups of kCols columns (kCols = 4: 16-byte loads, where the rows
+// allow; 1 otherwise), and its `groups` groups of threads split the partial rows; each thread
+// issues up to kFinalizeInFlight loads before it adds them, then the groups' sums are added in a
+// fixed order (deterministic). kOutputs = 2: blockIdx.y picks out0 (0) or out1 (1), whose
+// num_partials partial rows follow out0's in the workspace. Launched to overlap the end of the
+// kernel that wrote the partial rows (launch_finalize_partial_rows), so it waits for that
+// kernel first.
 //
 // Four columns per thread keep a 65536-wide finalize to about two waves of blocks instead of
 // eight: on the H100 that lifted the staged backwards at 65536 bf16 from 73.4 / 76.6 / 58.8% of
 // the copy ceiling (rmsnorm_bwd, fused_add_rmsnorm_bwd, layernorm_bwd) to 83.7 / 84.7 / 74.6%,
-// and at 32768 by 3.5-10 points (kernels/rmsnorm/NOTES.md).
-constexpr int kFinalizeCols = 32;
-constexpr int kFinalizeGroups = 16;
+// and at 32768 by 3.5-10 points (kernels/rmsnorm/NOTES.md). `groups` (finalize_groups) is as
+// few as give each thread at most kFinalizeInFlight rows: 132 partial rows take 16 groups (the
+// columns are few: N <= 16384), the 15 of a 65536-wide row's clusters 2, so a block covers
+// 8 times the columns and the whole finalize is one wave: same run, H100, bf16, 65536,
+// layernorm_bwd 78.7% of the copy ceiling against 75.4, rmsnorm_bwd 85.7 against 83.7; H200
+// fused_add_rmsnorm_bwd 83.9 against 78.8.
+constexpr int kFinalizeThreads = 512;
+constexpr int kFinalizeMaxGroups = 16;
 template <int kCols>
 constexpr int kFinalizeInFlight = kCols == 4 ? 8 : 16;
 
+// Groups of threads that split num_partials rows in finalize_partial_rows: the fewest (a power
+// of two, at most kFinalizeMaxGroups) whose threads' loads in flight cover them all, or the
+// most. KBENCH_FINALIZE_GROUPS=0 always takes the most (a knob for scripts/ab-flags.sh).
+#ifndef KBENCH_FINALIZE_GROUPS
+#define KBENCH_FINALIZE_GROUPS 1
+#endif
+constexpr int finalize_groups(int64_t num_partials, int in_flight) {
+  int groups = KBENCH_FINALIZE_GROUPS ? 1 : kFinalizeMaxGroups;
+  while (groups < kFinalizeMaxGroups && int64_t{groups} * in_flight < num_partials) groups *= 2;
+  return groups;
+}
+#if KBENCH_FINALIZE_GROUPS
+static_assert(finalize_groups(15, 8) == 2 && finalize_groups(16, 8) == 2 &&
+              finalize_groups(33, 8) == 8 && finalize_groups(132, 8) == 16 &&
+              finalize_groups(1, 8) == 1 && finalize_groups(132, 16) == 16);
+#endif
+
 template <class T, int kOutputs, int kCols>
-__global__ void __launch_bounds__(kFinalizeCols * kFinalizeGroups)
-    finalize_partial_rows(const float* partials, int64_t num_partials, int64_t cols, T* out0,
-                          T* out1) {
+__global__ void __launch_bounds__(kFinalizeThreads)
+    finalize_partial_rows(const float* partials, int64_t num_partials, int64_t cols, int groups,
+                          T* out0, T* out1) {
   static_assert(kOutputs == 1 || kOutputs == 2);
   static_assert(kCols == 1 || kCols == 4);
-  __shared__ float group_sums[kFinalizeGroups][kFinalizeCols * kCols];
+  __shared__ float group_sums[kFinalizeThreads * kCols];  // [group][column of the block]
   const float* rows = partials;
   T* out = out0;
   if constexpr (kOutputs == 2) {
     rows = partials + static_cast<int64_t>(blockIdx.y) * num_partials * cols;
     out = blockIdx.y == 0 ? out0 : out1;
   }
-  const int c = threadIdx.x % kFinalizeCols;
-  const int group = threadIdx.x / kFinalizeCols;
-  const int64_t col = (static_cast<int64_t>(blockIdx.x) * kFinalizeCols + c) * kCols;
+  const int block_cols = kFinalizeThreads / groups;  // threads per group
+  const int c = static_cast<int>(threadIdx.x) % block_cols;
+  const int group = static_cast<int>(threadIdx.x) / block_cols;
+  const int64_t col = (static_cast<int64_t>(blockIdx.x) * block_cols + c) * kCols;
   wait_for_previous_grid();
   float s[kCols] = {};
   if (col < cols) {
-    for (int64_t r = group; r < num_partials; r += kFinalizeInFlight<kCols> * kFinalizeGroups) {
+    for (int64_t r = group; r < num_partials; r += int64_t{kFinalizeInFlight<kCols>} * groups) {
       float v[kFinalizeInFlight<kCols>][kCols];
 #pragma unroll
       for (int u = 0; u < kFinalizeInFlight<kCols>; ++u) {
-        const int64_t ru = r + u * kFinalizeGroups;
+        const int64_t ru = r + int64_t{u} * groups;
         load_partial<kCols == 4, kCols>(v[u], rows + (ru < num_partials ? ru : 0) * cols, col,
                                         ru < num_partials ? cols : 0);
       }
@@ -144,15 +168,14 @@ __global__ void __launch_bounds__(kFinalizeCols * kFinalizeGroups)
     }
   }
 #pragma unroll
-  for (int i = 0; i < kCols; ++i) group_sums[group][c * kCols + i] = s[i];
+  for (int i = 0; i < kCols; ++i) group_sums[threadIdx.x * kCols + i] = s[i];
   __syncthreads();
   if (group == 0) {
 #pragma unroll
     for (int i = 0; i < kCols; ++i) {
       if (col + i >= cols) break;
       float total = 0.f;
-#pragma unroll
-      for (int g = 0; g < kFinalizeGroups; ++g) total += group_sums[g][c * kCols + i];
+      for (int g = 0; g < groups; ++g) total += group_sums[(g * block_cols + c) * kCols + i];
       out[col + i] = from_float<T>(total);
     }
   }
@@ -171,11 +194,12 @@ void launch_finalize_partial_rows(gpuStream_t stream, const float* partials, int
                                   int64_t cols, T* out0, T* out1 = nullptr, bool overlap = false) {
   const bool vector = cols % 4 == 0 && reinterpret_cast<uintptr_t>(partials) % 16 == 0;
   const int64_t threads_per_row = vector ? cols / 4 : cols;
-  const dim3 grid(static_cast<unsigned>(ceil_div(threads_per_row, kFinalizeCols)), kOutputs);
+  const int groups = finalize_groups(num_partials, vector ? kFinalizeInFlight<4> : kFinalizeInFlight<1>);
+  const dim3 grid(static_cast<unsigned>(ceil_div(threads_per_row, kFinalizeThreads / groups)), kOutputs);
   auto* kernel = vector ? finalize_partial_rows<T, kOutputs, 4> : finalize_partial_rows<T, kOutputs, 1>;
-  launch_overlapping_previous(kernel, grid, kFinalizeCols * kFinalizeGroups, stream,
+  launch_overlapping_previous(kernel, grid, kFinalizeThreads, stream,
                               overlap && KBENCH_OVERLAP_FINALIZE, partials, num_partials, cols,
-                              out0, out1);
+                              groups, out0, out1);
 }
 
 }  // namespace kbench

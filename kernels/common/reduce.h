@@ -1,6 +1,8 @@
 // Warp and block reductions that take the warp width from the target: 32 on NVIDIA, 64 on
 // AMD CDNA. Nothing here assumes 32.
 #pragma once
+#include <type_traits>
+
 #include "kernels/common/compat.h"
 
 namespace kbench {
@@ -66,8 +68,13 @@ __device__ __forceinline__ float4 warp_reduce_sum(float4 v) {
 // other blocks of a cluster 16 bytes at a time (cluster.h).
 template <int K>
 struct alignas(K % 4 == 0 ? 16 : 4) RowSums {
+  static constexpr int kCount = K;
   float v[K];
 };
+template <class V>
+inline constexpr bool is_row_sums_v = false;
+template <int K>
+inline constexpr bool is_row_sums_v<RowSums<K>> = true;
 
 template <int K>
 __device__ __forceinline__ RowSums<K> warp_reduce_sum(RowSums<K> s, int width = kWarpSize) {
@@ -142,12 +149,85 @@ __device__ __forceinline__ void team_barrier() {
 #endif
 }
 
+// K sums over a warp, each lane ending with one of them: lane L with sum L / (kWarpSize / K)
+// (K a power of two, at most kWarpSize). log2(K) halving steps, in each of which a lane keeps
+// one half of its sums and adds its partner's share of them, while the partner does the same
+// with the other half; then the usual butterfly over the lanes that hold the same sum. For
+// K = 8: 7 shuffles and adds before the butterfly's 2, against 40 for 8 butterflies. Every
+// lane holding sum k gets bitwise the same value (the butterfly adds a + b on one side and
+// b + a on the other).
+template <int K>
+__device__ __forceinline__ float warp_reduce_scatter(const float (&in)[K]) {
+  static_assert((K & (K - 1)) == 0 && K <= kWarpSize, "K a power of two, at most the warp");
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  float v[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) v[k] = in[k];
+#pragma unroll
+  for (int n = K, mask = kWarpSize / 2; n > 1; n /= 2, mask /= 2) {
+    const bool upper = (lane & mask) != 0;
+#pragma unroll
+    for (int i = 0; i < n / 2; ++i) {
+      const float keep = upper ? v[i + n / 2] : v[i];
+      const float send = upper ? v[i] : v[i + n / 2];
+      v[i] = keep + shfl_xor(send, mask);
+    }
+  }
+  float sum = v[0];
+#pragma unroll
+  for (int mask = kWarpSize / (2 * K); mask > 0; mask /= 2) sum += shfl_xor(sum, mask);
+  return sum;
+}
+
+// team_reduce_sum (below) for K >= 4 sums, with far fewer instructions per thread: the warp's
+// sums scattered over its lanes (warp_reduce_scatter), then, past the barrier, lane L adds sum
+// L % K over the team's warps and every lane gathers the K totals from lanes 0..K-1 by
+// shuffles. Per thread, for 8 sums over 8 warps, ~60 instructions against ~160 (5 K shuffles
+// and adds, then all 8 x 8 entries read and added). Same contract and summation order in
+// every thread of a team, so all get bitwise the same sums. It pays where the arithmetic
+// bounds a kernel: same run, H200, bf16, polynorm_bwd 75.9 / 78.8% of the copy ceiling at 5120
+// / 16384 against 68.4 / 72.2, layernorm_bwd 79.7 against 75.7 at 5120; the H100 within ±1.5
+// (kernels/rmsnorm/NOTES.md, eleventh session). KBENCH_SCATTER_SUMS=0 keeps the plain
+// reduction (a knob for scripts/ab-flags.sh).
+#ifndef KBENCH_SCATTER_SUMS
+#define KBENCH_SCATTER_SUMS 1
+#endif
+template <int kTeam, int kBlock, int K>
+__device__ __forceinline__ RowSums<K> team_reduce_scatter_sum(const RowSums<K>& v, RowSums<K>* scratch) {
+  constexpr int kSpan = kWarpSize / K;  // lanes holding each sum after the scatter
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const float mine = warp_reduce_scatter<K>(v.v);  // sum lane / kSpan of the warp
+  float total = mine;
+  int source_stride = kSpan;  // lane j * source_stride holds total j
+  if constexpr (kTeam > kWarpSize) {
+    constexpr int kTeamWarps = kTeam / kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    if (lane % kSpan == 0) scratch[warp].v[lane / kSpan] = mine;
+    if constexpr (kBlock == 0) {
+      __syncthreads();
+    } else {
+      team_barrier<kTeam, kBlock>();
+    }
+    const int first = warp / kTeamWarps * kTeamWarps;
+    const int k = lane % K;
+    total = scratch[first].v[k];
+#pragma unroll
+    for (int i = 1; i < kTeamWarps; ++i) total += scratch[first + i].v[k];
+    source_stride = 1;
+  }
+  RowSums<K> out;
+#pragma unroll
+  for (int j = 0; j < K; ++j) out.v[j] = shfl(total, j * source_stride);
+  return out;
+}
+
 // kBlock = 0: the barrier is __syncthreads (any block size). kBlock = the block size: each team
 // waits at its own barrier (team_barrier), so the teams of a block need not call together and
 // one team's sums wait while another team computes; only the teams' loops must agree on the
-// number of calls (HIP's fallback is a block barrier).
-template <int kTeam, int kBlock = 0, class V>
-__device__ __forceinline__ V team_reduce_sum(V v, V* scratch) {
+// number of calls (HIP's fallback is a block barrier). team_reduce_sum takes the scattered
+// reduction above for float4 and RowSums of 4, 8, ... sums, the plain one below otherwise.
+template <int kTeam, int kBlock, class V>
+__device__ __forceinline__ V team_reduce_sum_plain(V v, V* scratch) {
   static_assert(kTeam % kWarpSize == 0, "a team is a whole number of warps");
   v = warp_reduce_sum(v);
   if constexpr (kTeam == kWarpSize) {
@@ -166,6 +246,23 @@ __device__ __forceinline__ V team_reduce_sum(V v, V* scratch) {
 #pragma unroll
     for (int i = 1; i < kTeamWarps; ++i) add_to(total, scratch[first + i]);
     return total;
+  }
+}
+
+template <int kTeam, int kBlock = 0, class V>
+__device__ __forceinline__ V team_reduce_sum(V v, V* scratch) {
+  if constexpr (KBENCH_SCATTER_SUMS && std::is_same_v<V, float4>) {
+    const RowSums<4> s = team_reduce_scatter_sum<kTeam, kBlock, 4>(
+        RowSums<4>{{v.x, v.y, v.z, v.w}}, reinterpret_cast<RowSums<4>*>(scratch));
+    return make_float4(s.v[0], s.v[1], s.v[2], s.v[3]);
+  } else if constexpr (KBENCH_SCATTER_SUMS && is_row_sums_v<V>) {
+    if constexpr (V::kCount >= 4 && (V::kCount & (V::kCount - 1)) == 0) {
+      return team_reduce_scatter_sum<kTeam, kBlock, V::kCount>(v, scratch);
+    } else {
+      return team_reduce_sum_plain<kTeam, kBlock>(v, scratch);
+    }
+  } else {
+    return team_reduce_sum_plain<kTeam, kBlock>(v, scratch);
   }
 }
 

@@ -37,6 +37,15 @@ namespace kbench::staged_rows {
 #ifndef KBENCH_FIT_PACKS
 #define KBENCH_FIT_PACKS 1
 #endif
+// The async copies that stage a row addressed as constant offsets from the thread's first
+// slot, converted to a shared address once (1, the default), or each converted anew (0, a knob
+// for scripts/ab-flags.sh): 27 instructions fewer per row in polynorm_bwd's loop. Same run,
+// bf16: H200 polynorm_bwd +1.1 to +1.8 at 2K-16K, fused_mul_polynorm_bwd +1.6 / +2.8 at 32K /
+// 64K; H100 forwards mixed (polynorm -0.5 to -0.8 at 2K-16K, fused_mul_polynorm +0.2 to +0.9;
+// kernels/rmsnorm/NOTES.md, eleventh session).
+#ifndef KBENCH_SLOT_OFFSETS
+#define KBENCH_SLOT_OFFSETS 1
+#endif
 constexpr int kBlock = 512;  // threads per block, one block per SM
 constexpr int kPackBytes = 16;
 constexpr int kForwardPacks = KBENCH_FORWARD_PACKS;

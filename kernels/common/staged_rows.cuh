@@ -269,22 +269,31 @@ __global__ void __launch_bounds__(kBlock, 1)
   // constant offset from them.
   int4* const thread_slots = stages + threadIdx.x;
   const auto stage_slots = [&](int stage) { return thread_slots + stage * (S * kPacks * kBlock); };
-  const auto slot = [](int4* slots, int i, int k) { return slots + (i * kPacks + k) * kBlock; };
   bool valid[kPacks];
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) valid[k] = pack_of(k) < slice_end;
 
   // One batch of async copies per row: this thread's packs of every staged tensor. A row past
-  // the end makes an empty batch, so every step waits for the same batch count.
+  // the end makes an empty batch, so every step waits for the same batch count. The copies'
+  // addresses are constant offsets from the thread's first slot, converted to a shared address
+  // once, and from its first column (KBENCH_SLOT_OFFSETS, staged_config.h).
+  [[maybe_unused]] const SharedSlot first_slot = shared_slot(thread_slots);
   const auto stage_row = [&](int64_t row, int stage) {
     if (row < p.rows) {
-      int4* const slots = stage_slots(stage);
 #pragma unroll
       for (int i = 0; i < S; ++i) {
-        const T* src = Op::staged_row(p, i, row);
+        const T* src = Op::staged_row(p, i, row) + col_of(0);
 #pragma unroll
         for (int k = 0; k < kPacks; ++k) {
-          if (valid[k]) async_copy16(slot(slots, i, k), src + col_of(k));
+          constexpr int kSlotBytes = kBlock * static_cast<int>(sizeof(int4));
+          const int slot = (stage * S + i) * kPacks + k;  // in the thread's slots
+          const T* pack_src = src + k * kTeam * V;         // col_of(k)
+          if (!valid[k]) continue;
+          if constexpr (KBENCH_SLOT_OFFSETS) {
+            async_copy16(first_slot + slot * kSlotBytes, pack_src);
+          } else {
+            async_copy16(shared_slot(thread_slots + slot * kBlock), pack_src);
+          }
         }
       }
     }
