@@ -249,20 +249,31 @@ __device__ __forceinline__ V team_reduce_sum_plain(V v, V* scratch) {
   }
 }
 
+// How many sums of V the scattered reduction takes: float4's 4, RowSums' K where K is a power of
+// two of at least 4; 0 (the plain reduction) otherwise or with KBENCH_SCATTER_SUMS=0.
+template <class V>
+__host__ __device__ constexpr int scattered_sums() {
+  if constexpr (!KBENCH_SCATTER_SUMS) {
+    return 0;
+  } else if constexpr (std::is_same_v<V, float4>) {
+    return 4;
+  } else if constexpr (is_row_sums_v<V>) {
+    return V::kCount >= 4 && (V::kCount & (V::kCount - 1)) == 0 ? V::kCount : 0;
+  } else {
+    return 0;
+  }
+}
+
 template <int kTeam, int kBlock = 0, class V>
 __device__ __forceinline__ V team_reduce_sum(V v, V* scratch) {
-  if constexpr (KBENCH_SCATTER_SUMS && std::is_same_v<V, float4>) {
+  if constexpr (scattered_sums<V>() == 0) {
+    return team_reduce_sum_plain<kTeam, kBlock>(v, scratch);
+  } else if constexpr (std::is_same_v<V, float4>) {
     const RowSums<4> s = team_reduce_scatter_sum<kTeam, kBlock, 4>(
         RowSums<4>{{v.x, v.y, v.z, v.w}}, reinterpret_cast<RowSums<4>*>(scratch));
     return make_float4(s.v[0], s.v[1], s.v[2], s.v[3]);
-  } else if constexpr (KBENCH_SCATTER_SUMS && is_row_sums_v<V>) {
-    if constexpr (V::kCount >= 4 && (V::kCount & (V::kCount - 1)) == 0) {
-      return team_reduce_scatter_sum<kTeam, kBlock, V::kCount>(v, scratch);
-    } else {
-      return team_reduce_sum_plain<kTeam, kBlock>(v, scratch);
-    }
   } else {
-    return team_reduce_sum_plain<kTeam, kBlock>(v, scratch);
+    return team_reduce_scatter_sum<kTeam, kBlock, V::kCount>(v, scratch);
   }
 }
 
