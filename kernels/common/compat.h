@@ -220,4 +220,16 @@ __device__ __forceinline__ void allow_next_grid_to_start() {
 #endif
 }
 
+// A load of data no kernel writes while this one runs (weights): the read-only path on CUDA
+// (__ldg, which the compiler may hoist out of a loop that stores elsewhere), a plain load on HIP
+// (whose __ldg takes only built-in types).
+template <class T>
+__device__ __forceinline__ T load_invariant(const T* p) {
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+  return *p;
+#else
+  return __ldg(p);
+#endif
+}
+
 }  // namespace kbench

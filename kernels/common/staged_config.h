@@ -46,6 +46,18 @@ namespace kbench::staged_rows {
 #ifndef KBENCH_SLOT_OFFSETS
 #define KBENCH_SLOT_OFFSETS 1
 #endif
+// Each async copy predicated inside its asm statement (1, the default; async_copy16_if), or
+// guarded by a branch (0, a knob for scripts/ab-flags.sh): with the branches the compiler redid
+// each copy's address arithmetic in its branch, ~100 instructions per row of 16 copies.
+#ifndef KBENCH_PREDICATED_COPIES
+#define KBENCH_PREDICATED_COPIES 1
+#endif
+// A row's packs summed and stored without a branch per pack where the thread has them all (1,
+// the default; staged_rows.cuh's for_valid_packs), or each behind its own branch (0, a knob
+// for scripts/ab-flags.sh).
+#ifndef KBENCH_WHOLE_PACKS
+#define KBENCH_WHOLE_PACKS 1
+#endif
 constexpr int kBlock = 512;  // threads per block, one block per SM
 constexpr int kPackBytes = 16;
 constexpr int kForwardPacks = KBENCH_FORWARD_PACKS;
@@ -130,10 +142,16 @@ struct StagedConfig {
 // A row of `packs` packs on one team of kTeam threads at up to kPacks packs each: at 5/8 or
 // 3/4 of kPacks where that holds it (5120 bf16 at 8 packs: 640 packs, team 128 at 5), so
 // each stage is only as large as the row and more stages fit.
-template <int kTeam, int kPacks, bool kFit, class F>
+// kHalfTeams (ops of one staged tensor at 4 packs): first 5 packs on half the team where that
+// holds the row (5120 bf16: 640 packs on 128 threads, every slot used, rather than 768 or 1024
+// slots on 256).
+template <int kTeam, int kPacks, bool kFit, bool kHalfTeams = false, class F>
 void with_fitted_packs(int64_t packs, F&& f) {
   constexpr int kFive = kPacks * 5 / 8;
   constexpr int kSix = kPacks * 3 / 4;
+  if constexpr (kFit && kHalfTeams && kPacks == 4 && kTeam >= 128) {  // half: a warp on AMD too
+    if (packs <= kTeam / 2 * 5) return f(StagedConfig<kTeam / 2, 1, 5>{});
+  }
   const int64_t needed = (packs + kTeam - 1) / kTeam;
   if constexpr (kFit && kFive > kPacks / 2) {
     if (needed <= kFive) return f(StagedConfig<kTeam, 1, kFive>{});
@@ -145,7 +163,7 @@ void with_fitted_packs(int64_t packs, F&& f) {
 }
 
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
-          bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, class F>
+          bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -155,10 +173,10 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
     if (packs <= kWarpTeam * (kPacks / 2)) return f(StagedConfig<kWarpTeam, 1, kPacks / 2>{}), true;
   }
   if (packs <= 32 * kPacks) return with_fitted_packs<kWarpTeam, kPacks, kFit>(packs, f), true;
-  if (packs <= 64 * kPacks) return with_fitted_packs<64, kPacks, kFit>(packs, f), true;
-  if (packs <= 128 * kPacks) return with_fitted_packs<128, kPacks, kFit>(packs, f), true;
-  if (packs <= 256 * kPacks) return with_fitted_packs<256, kPacks, kFit>(packs, f), true;
-  if (packs <= 512 * kPacks) return with_fitted_packs<512, kPacks, kFit>(packs, f), true;
+  if (packs <= 64 * kPacks) return with_fitted_packs<64, kPacks, kFit, kHalfTeams>(packs, f), true;
+  if (packs <= 128 * kPacks) return with_fitted_packs<128, kPacks, kFit, kHalfTeams>(packs, f), true;
+  if (packs <= 256 * kPacks) return with_fitted_packs<256, kPacks, kFit, kHalfTeams>(packs, f), true;
+  if (packs <= 512 * kPacks) return with_fitted_packs<512, kPacks, kFit, kHalfTeams>(packs, f), true;
   if (!clusters) return false;
   constexpr int kTeam = kClusterTeam;
   static_assert(kTeam >= kWarpTeam && kTeam <= kBlock && kBlock % kTeam == 0);

@@ -70,9 +70,9 @@
 // Shared memory per block: kStages x kStaged tensors x kPacks x 512 threads x 16 bytes, kStages
 // as many as fit 200 KB (at most 4): at 4 packs, 4 stages of one tensor, 3 of two (192 KB), 2
 // of three; at 8 packs, 3 of one. Rows that fill at most 3/4 of their team's packs take fewer
-// packs per thread (staged_config.h's with_fitted_packs: 5120 bf16 at 5 of 8 or 3 of 4), so
-// smaller stages and more of them; so do rows over 8 blocks of ops with kClusterPacks (three
-// staged tensors at 2 packs: 4 stages). Ops with kHeldShared add their held values after the
+// packs per thread (staged_config.h's with_fitted_packs: 5120 bf16 at 5 of 8 or 3 of 4, or,
+// one staged tensor at 4, 5 on half the team), so smaller stages and more of them; so do rows
+// over 8 blocks of ops with kClusterPacks (three staged tensors at 2 packs: 4 stages). Ops with kHeldShared add their held values after the
 // stages for rows over several blocks (layernorm_bwd's w: 8-32 KB).
 // A row needs a whole number of 16-byte packs and 16-byte aligned rows (the vector path);
 // launchers send other rows to their register kernels.
@@ -264,7 +264,9 @@ __global__ void __launch_bounds__(kBlock, 1)
   const int slice = static_cast<int>(ceil_div(packs, kCluster));
   const int slice_end = min(packs, (rank + 1) * slice);
   const auto pack_of = [&](int k) { return rank * slice + k * kTeam + lane; };
-  const auto col_of = [&](int k) { return static_cast<int64_t>(pack_of(k)) * V; };
+  // Pack k's column, a constant offset from pack 0's (so each pack's address is one too).
+  const int64_t first_col = static_cast<int64_t>(pack_of(0)) * V;
+  const auto col_of = [&](int k) { return first_col + int64_t{k} * kTeam * V; };
   // This thread's slots of a stage (computed once per row), then tensor i's pack k at a
   // constant offset from them.
   int4* const thread_slots = stages + threadIdx.x;
@@ -272,6 +274,21 @@ __global__ void __launch_bounds__(kBlock, 1)
   bool valid[kPacks];
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) valid[k] = pack_of(k) < slice_end;
+  // f(k) for each of this thread's packs that the row has. Where it has them all (the last is
+  // valid: pack_of grows with k), without a branch per pack (KBENCH_WHOLE_PACKS): with one, the
+  // compiler redid each pack's output address and the op's per-row products in its branch.
+  const bool all_valid = valid[kPacks - 1];
+  const auto for_valid_packs = [&](auto&& f) {
+    if (KBENCH_WHOLE_PACKS && all_valid) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) f(k);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        if (valid[k]) f(k);
+      }
+    }
+  };
 
   // One batch of async copies per row: this thread's packs of every staged tensor. A row past
   // the end makes an empty batch, so every step waits for the same batch count. The copies'
@@ -288,6 +305,10 @@ __global__ void __launch_bounds__(kBlock, 1)
           constexpr int kSlotBytes = kBlock * static_cast<int>(sizeof(int4));
           const int slot = (stage * S + i) * kPacks + k;  // in the thread's slots
           const T* pack_src = src + k * kTeam * V;         // col_of(k)
+          if constexpr (KBENCH_PREDICATED_COPIES) {
+            async_copy16_if(valid[k], first_slot + slot * kSlotBytes, pack_src);
+            continue;
+          }
           if (!valid[k]) continue;
           if constexpr (KBENCH_SLOT_OFFSETS) {
             async_copy16(first_slot + slot * kSlotBytes, pack_src);
@@ -338,25 +359,22 @@ __global__ void __launch_bounds__(kBlock, 1)
   // team has no row).
   const auto pack_sums = [&](int round, const int4* slots, bool has_row, const typename Op::Stats& stats) {
     Sums sums{};
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-      if (!valid[k] || !has_row) continue;
+    if (!has_row) return sums;
+    for_valid_packs([&](int k) {
       Vec16<T> in[S];
       staged_pack(slots, k, in);
       Op::add_sums(round, sums, in, held(k), stats);
-    }
+    });
     return sums;
   };
   // The row's outputs (and its share of the gradients) from its stage and stats.
   const auto store_row = [&](int64_t row, const int4* slots, const typename Op::Stats& stats) {
     if constexpr (has_row_totals<Op>) add_to(totals, Op::row_total(stats));
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-      if (!valid[k]) continue;
+    for_valid_packs([&](int k) {
       Vec16<T> in[S];
       staged_pack(slots, k, in);
       Op::store_out(p, row, col_of(k), in, held(k), stats, acc[k]);
-    }
+    });
   };
 
   // The sum over the row's blocks in two halves: send this block's, wait for all of them
@@ -636,7 +654,8 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   // Rows over several blocks: hardware clusters or grid rows (row_groups_of).
   const bool wide_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
   const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(),
-                                           cluster_packs<Op>()>(packs, wide_rows, [&](auto config) {
+                                           cluster_packs<Op>(), Op::kStaged == 1>(
+      packs, wide_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kStages = stages_of(Op::kStaged, C::kPacks);
     constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();

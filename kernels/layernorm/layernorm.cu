@@ -382,9 +382,13 @@ struct LayernormFwdStaged {
   using Sums = float2;
   static constexpr int kStaged = 1;  // x
   static constexpr int kPacks = staged_rows::kPacks;
-  // Four packs per thread even at 5120 bf16, where 3 would hold the row: fitted, it measured
-  // 83.4-83.8 against 90.4-90.5% of the copy ceiling on the H200 and no faster on the H100.
-  static constexpr bool kFitPacks = false;
+  // Fitted packs: 5120 bf16 on a team of 128 at 5 packs per thread (staged_config.h's
+  // kHalfTeams), every slot used. Same run, bf16, % of the copy ceiling, three repetitions: H100
+  // 96.9 / 96.9 / 96.7 against 93.9 / 93.7 / 93.5 at 4 packs on 256 threads; H200 91.9 / 92.2 /
+  // 92.2 against 90.8 / 90.8 / 90.1. (3 packs on 256, 83% of the slots, measured 83.6 against
+  // 90.5 on the H200 before; at 6144, where that is what fitting takes, -0.3 to -0.9 on the
+  // H100 and +-0.5 on the H200.)
+  static constexpr bool kFitPacks = true;
   // (sum x, sum x^2); then, for rows one_pass_variance_ok turns down, sum (x - mean)^2.
   static constexpr int kRounds = 2;
   static constexpr int kColGrads = 0;  // none

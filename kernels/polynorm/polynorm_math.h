@@ -28,6 +28,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "harness/registry.h"
 #include "kernels/common/compat.h"
@@ -89,6 +90,14 @@ struct PolyWeights {
 template <class T>
 __device__ __forceinline__ PolyWeights load_weights(const T* w, const T* b) {
   return PolyWeights{to_float(w[0]), to_float(w[1]), to_float(w[2]), b ? to_float(b[0]) : 0.f};
+}
+
+// The same through the read-only path (load_invariant, compat.h): loads the compiler may hoist
+// out of a row loop that stores elsewhere, so a kernel can ask for the weights per row.
+template <class T>
+__device__ __forceinline__ PolyWeights load_weights_invariant(const T* w, const T* b) {
+  return PolyWeights{to_float(load_invariant(w)), to_float(load_invariant(w + 1)),
+                     to_float(load_invariant(w + 2)), b ? to_float(load_invariant(b)) : 0.f};
 }
 
 // ----- forward -------------------------------------------------------------------------------
@@ -623,13 +632,23 @@ template <class T, bool kHasMul>
 struct PolynormFwdStaged {
   using Type = T;
   using Params = FwdParams<T>;
-  using Held = PolyWeights;
+  // Where w and b go. polynorm: into each row's coefficients, once (finish_round; loads the
+  // compiler may hoist out of the row loop), so the packs share them. fused_mul_polynorm: held
+  // per pack (hold), each pack multiplying its own copy by the row's norms. Same run, H200,
+  // bf16, % of the copy ceiling: polynorm +1 to +4 per row at N 1K-32K (92.4 against 88.6 at
+  // 2K), -2.5 at 5120; fused_mul_polynorm -4 at 5120 and -1 at 16K-32K, so it holds them.
+  static constexpr bool kRowWeights = !kHasMul;
+  struct NoHeld {};
+  using Held = std::conditional_t<kRowWeights, NoHeld, PolyWeights>;
   using Sums = float4;                           // sum x^2, x^4, x^6
   static constexpr int kStaged = kHasMul ? 2 : 1;  // x, m
   static constexpr int kPacks = kHasMul ? staged_rows::kPacks : staged_rows::kForwardPacks;
-  // Fitted packs (with_fitted_packs) for fused_mul_polynorm only: at 5120 bf16 it measured +0.6
-  // points of the copy ceiling on the H100, polynorm -0.5 (H100) and -0.7 (H200).
-  static constexpr bool kFitPacks = kHasMul;
+  // Fitted packs (with_fitted_packs): polynorm at 5120 bf16 takes 5 of 8 on a team of 128, every
+  // slot used, so its packs take the branch-free path (staged_rows.cuh's for_valid_packs). Same
+  // run, bf16, % of the copy ceiling, three repetitions: H100 93.8 / 93.9 / 92.7 against 91.7 /
+  // 91.2 / 89.8 unfitted, H200 87.7 / 87.3 / 87.7 against 86.2 / 81.8 / 84.4 (it measured -0.5
+  // fitted before that path). fused_mul_polynorm: +0.6 on the H100.
+  static constexpr bool kFitPacks = true;
   // Rows over several blocks as grid rows even with two teams per block (staged_rows.cuh's
   // grid_rows_for): same run, H100, bf16, polynorm at 512x65536 92.1 / 93.0 against 87.9 / 87.8%
   // of the copy ceiling in clusters of 4 on 120 SMs; fused_mul_polynorm at 1024x32768 92.7 / 92.3
@@ -637,14 +656,19 @@ struct PolynormFwdStaged {
   static constexpr bool kGridRows = true;
   static constexpr int kRounds = 1;
   static constexpr int kColGrads = 0;
-  struct Stats {
-    float r1, r2, r3;  // rsqrt(mean(x^2p) + eps)
-  };
+  // The row's coefficients (kRowWeights), or its norms rsqrt(mean(x^2p) + eps) in c1..c3.
+  using Stats = FwdCoefs;
 
   __device__ static const T* staged_row(const Params& p, int i, int64_t row) {
     return (i == 0 ? p.x : p.m) + row * p.cols;
   }
-  __device__ static Held hold(const Params& p, int64_t) { return load_weights(p.w, p.b); }
+  __device__ static Held hold(const Params& p, int64_t) {
+    if constexpr (kRowWeights) {
+      return Held{};
+    } else {
+      return load_weights(p.w, p.b);
+    }
+  }
   __device__ static void add_sums(int, float4& sums, const Vec16<T> (&in)[kStaged], const Held&,
                                   const Stats&) {
     RowSums<3> s{{sums.x, sums.y, sums.z}};
@@ -652,14 +676,18 @@ struct PolynormFwdStaged {
     sums = make_float4(s.v[0], s.v[1], s.v[2], 0.f);
   }
   __device__ static void finish_round(int, float4 total, Stats& s, const Params& p) {
-    s.r1 = rsqrtf(fmaf(total.x, p.inv_cols, p.eps));
-    s.r2 = rsqrtf(fmaf(total.y, p.inv_cols, p.eps));
-    s.r3 = rsqrtf(fmaf(total.z, p.inv_cols, p.eps));
+    const RowSums<3> sums{{total.x, total.y, total.z}};
+    if constexpr (kRowWeights) {
+      s = fwd_coefs(sums, p.inv_cols, p.eps, load_weights_invariant(p.w, p.b));
+    } else {
+      s = fwd_coefs(sums, p.inv_cols, p.eps, PolyWeights{1.f, 1.f, 1.f, 0.f});  // norms only
+    }
   }
   template <class Acc>
   __device__ static void store_out(const Params& p, int64_t row, int64_t col,
-                                   const Vec16<T> (&in)[kStaged], const Held& w, const Stats& s, Acc&) {
-    const FwdCoefs c{w.w2 * s.r1, w.w1 * s.r2, w.w0 * s.r3, w.b};
+                                   const Vec16<T> (&in)[kStaged], const Held& held, const Stats& s, Acc&) {
+    FwdCoefs c = s;
+    if constexpr (!kRowWeights) c = FwdCoefs{held.w2 * s.c1, held.w1 * s.c2, held.w0 * s.c3, held.b};
     store_vec(p.y + row * p.cols + col, fwd_pack_out<T, kHasMul>(in[0], in[kStaged - 1], c));
   }
   static T* col_grad(const Params&, int) { return nullptr; }

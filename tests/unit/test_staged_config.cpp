@@ -17,10 +17,10 @@ struct Choice {
 };
 
 template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
-          bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks>
+          bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
-  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks>(
+  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks, kHalfTeams>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
@@ -84,6 +84,27 @@ TEST(StagedConfig, RowsThatFillFewPacksGetFewerPacksPerThread) {
   EXPECT_EQ((choose<32, 8, KBENCH_CLUSTER_TEAM, true>(1024, true).packs), 8);
   EXPECT_EQ((choose<32, 8, KBENCH_CLUSTER_TEAM, false>(640, true).packs), 8);
   EXPECT_EQ((choose<32, 4, KBENCH_CLUSTER_TEAM, false>(640, true).packs), 4);
+}
+
+// One staged tensor at 4 packs (kHalfTeams): 5120 bf16 on 128 threads at 5 packs, every slot
+// used; just past a team of 128 at 4 (4104 bf16) too; past 640 packs 3 on 256 as before. Not
+// on half of a team of 64 (narrower than an AMD warp), nor without kFit.
+TEST(StagedConfig, OneTensorRowsTakeFivePacksOnHalfTheTeam) {
+  const auto half = [](int64_t packs) { return choose<32, 4, KBENCH_CLUSTER_TEAM, true, 4, true>(packs, true); };
+  EXPECT_EQ(half(640).team, 128);
+  EXPECT_EQ(half(640).packs, 5);
+  EXPECT_EQ(half(513).team, 128);
+  EXPECT_EQ(half(513).packs, 5);
+  EXPECT_EQ(half(641).team, 256);
+  EXPECT_EQ(half(641).packs, 3);
+  EXPECT_EQ(half(512).team, 128);  // a team of 128 at 4 holds it
+  EXPECT_EQ(half(512).packs, 4);
+  EXPECT_EQ(half(300).team, 64);  // 2400 bf16: 320 slots rather than 512
+  EXPECT_EQ(half(300).packs, 5);
+  EXPECT_EQ(half(150).team, 64);  // no half team of 32: 3 packs on 64
+  EXPECT_EQ(half(150).packs, 3);
+  EXPECT_EQ((choose<32, 4, KBENCH_CLUSTER_TEAM, false, 4, true>(640, true).packs), 4);
+  EXPECT_GE(stages_of(1, 5), 4);
 }
 
 // An op's own cluster team (polynorm's backwards: 128) up to the rows 8 blocks of it hold, then
