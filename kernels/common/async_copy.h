@@ -29,7 +29,9 @@ __device__ __forceinline__ SharedSlot shared_slot(void* shared) {
 }
 #else
 using SharedSlot = char*;
-__device__ __forceinline__ SharedSlot shared_slot(void* shared) { return static_cast<char*>(shared); }
+__device__ __forceinline__ SharedSlot shared_slot(void* shared) {
+  return static_cast<char*>(shared);
+}
 #endif
 
 // 16 bytes, both addresses 16-byte aligned. `.cg`: cached in L2 only (data read once).

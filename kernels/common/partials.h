@@ -194,8 +194,10 @@ void launch_finalize_partial_rows(gpuStream_t stream, const float* partials, int
                                   int64_t cols, T* out0, T* out1 = nullptr, bool overlap = false) {
   const bool vector = cols % 4 == 0 && reinterpret_cast<uintptr_t>(partials) % 16 == 0;
   const int64_t threads_per_row = vector ? cols / 4 : cols;
-  const int groups = finalize_groups(num_partials, vector ? kFinalizeInFlight<4> : kFinalizeInFlight<1>);
-  const dim3 grid(static_cast<unsigned>(ceil_div(threads_per_row, kFinalizeThreads / groups)), kOutputs);
+  const int in_flight = vector ? kFinalizeInFlight<4> : kFinalizeInFlight<1>;
+  const int groups = finalize_groups(num_partials, in_flight);
+  const int64_t blocks = ceil_div(threads_per_row, kFinalizeThreads / groups);
+  const dim3 grid(static_cast<unsigned>(blocks), kOutputs);
   auto* kernel = vector ? finalize_partial_rows<T, kOutputs, 4> : finalize_partial_rows<T, kOutputs, 1>;
   launch_overlapping_previous(kernel, grid, kFinalizeThreads, stream,
                               overlap && KBENCH_OVERLAP_FINALIZE, partials, num_partials, cols,

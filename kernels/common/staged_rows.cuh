@@ -72,8 +72,9 @@
 // of three; at 8 packs, 3 of one. Rows that fill at most 3/4 of their team's packs take fewer
 // packs per thread (staged_config.h's with_fitted_packs: 5120 bf16 at 5 of 8 or 3 of 4, or,
 // one staged tensor at 4, 5 on half the team), so smaller stages and more of them; so do rows
-// over 8 blocks of ops with kClusterPacks (three staged tensors at 2 packs: 4 stages). Ops with kHeldShared add their held values after the
-// stages for rows over several blocks (layernorm_bwd's w: 8-32 KB).
+// over 8 blocks of ops with kClusterPacks (three staged tensors at 2 packs: 4 stages). Ops
+// with kHeldShared add their held values after the stages for rows over several blocks
+// (layernorm_bwd's w: 8-32 KB).
 // A row needs a whole number of 16-byte packs and 16-byte aligned rows (the vector path);
 // launchers send other rows to their register kernels.
 #pragma once
@@ -294,7 +295,7 @@ __global__ void __launch_bounds__(kBlock, 1)
   // the end makes an empty batch, so every step waits for the same batch count. The copies'
   // addresses are constant offsets from the thread's first slot, converted to a shared address
   // once, and from its first column (KBENCH_SLOT_OFFSETS, staged_config.h).
-  [[maybe_unused]] const SharedSlot first_slot = shared_slot(thread_slots);
+  const SharedSlot first_slot = shared_slot(thread_slots);
   const auto stage_row = [&](int64_t row, int stage) {
     if (row < p.rows) {
 #pragma unroll
@@ -305,15 +306,12 @@ __global__ void __launch_bounds__(kBlock, 1)
           constexpr int kSlotBytes = kBlock * static_cast<int>(sizeof(int4));
           const int slot = (stage * S + i) * kPacks + k;  // in the thread's slots
           const T* pack_src = src + k * kTeam * V;         // col_of(k)
+          const SharedSlot dst = KBENCH_SLOT_OFFSETS ? first_slot + slot * kSlotBytes
+                                                     : shared_slot(thread_slots + slot * kBlock);
           if constexpr (KBENCH_PREDICATED_COPIES) {
-            async_copy16_if(valid[k], first_slot + slot * kSlotBytes, pack_src);
-            continue;
-          }
-          if (!valid[k]) continue;
-          if constexpr (KBENCH_SLOT_OFFSETS) {
-            async_copy16(first_slot + slot * kSlotBytes, pack_src);
-          } else {
-            async_copy16(shared_slot(thread_slots + slot * kBlock), pack_src);
+            async_copy16_if(valid[k], dst, pack_src);
+          } else if (valid[k]) {
+            async_copy16(dst, pack_src);
           }
         }
       }
