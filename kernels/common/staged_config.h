@@ -59,6 +59,7 @@ namespace kbench::staged_rows {
 #define KBENCH_WHOLE_PACKS 1
 #endif
 constexpr int kBlock = 512;  // threads per block, one block per SM
+constexpr int kMaxClusterBlocks = 8;  // a portable hardware cluster's blocks
 constexpr int kPackBytes = 16;
 constexpr int kForwardPacks = KBENCH_FORWARD_PACKS;
 constexpr int kPacks = 4;  // everywhere else
@@ -145,6 +146,7 @@ struct StagedConfig {
 // kHalfTeams (ops of one staged tensor at 4 packs): first 5 packs on half the team where that
 // holds the row (5120 bf16: 640 packs on 128 threads, every slot used, rather than 768 or 1024
 // slots on 256).
+// kWide (ops with kWideRows): rows past 3/4 of a whole-block team as with_wide_rows.
 template <int kTeam, int kPacks, bool kFit, bool kHalfTeams = false, class F>
 void with_fitted_packs(int64_t packs, F&& f) {
   constexpr int kFive = kPacks * 5 / 8;
@@ -162,8 +164,32 @@ void with_fitted_packs(int64_t packs, F&& f) {
   f(StagedConfig<kTeam, 1, kPacks>{});
 }
 
+// Wide rows (ops with kWideRows: layernorm_bwd): rows of `packs` packs over the fewest of 2,
+// 4, .. kWideMaxBlocks blocks of four kWideTeam-thread teams at kPacks packs each, as grid rows
+// (staged_rows.cuh; groups of more than 8 blocks can only be grid rows). Calls
+// f(StagedConfig<...>{}) and returns true, or returns false where the row needs more blocks
+// or would fill 3/4 or less of more than 8 blocks' slots (H100, layernorm_bwd at 768x40000,
+// 61% of 16 blocks' slots: 70.5% of the copy ceiling against 74.0 in clusters of 8 blocks of
+// two 256-thread teams).
+constexpr int kWideTeam = 128;
+constexpr int kWideMaxBlocks = 16;
+template <int kPacks, int kBlocks = 2, class F>
+bool with_wide_rows(int64_t packs, F&& f) {
+  constexpr int64_t kSlots = int64_t{kBlocks} * kWideTeam * kPacks;
+  if (packs <= kSlots) {
+    if (kBlocks > kMaxClusterBlocks && 4 * packs <= 3 * kSlots) return false;
+    return f(StagedConfig<kWideTeam, kBlocks, kPacks>{}), true;
+  }
+  if constexpr (kBlocks < kWideMaxBlocks) {
+    return with_wide_rows<kPacks, kBlocks * 2>(packs, f);
+  } else {
+    return false;
+  }
+}
+
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
-          bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false, class F>
+          bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
+          bool kWide = false, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -176,6 +202,13 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   if (packs <= 64 * kPacks) return with_fitted_packs<64, kPacks, kFit, kHalfTeams>(packs, f), true;
   if (packs <= 128 * kPacks) return with_fitted_packs<128, kPacks, kFit, kHalfTeams>(packs, f), true;
   if (packs <= 256 * kPacks) return with_fitted_packs<256, kPacks, kFit, kHalfTeams>(packs, f), true;
+  if constexpr (kWide) {
+    // Rows that fill more than 3/4 of a whole-block team's packs (12289-16384 bf16 at 4) and
+    // wider: with_wide_rows. Larger groups of blocks, so fewer of them and fewer partial rows
+    // of the column gradients (33 instead of 66 folded ones at 16384, 8 instead of 15 at 65536
+    // on 132 SMs), and four teams per block, whose row sums overlap.
+    if (clusters && 4 * packs > 3 * kBlock * kPacks && with_wide_rows<kPacks>(packs, f)) return true;
+  }
   if (packs <= 512 * kPacks) return with_fitted_packs<512, kPacks, kFit, kHalfTeams>(packs, f), true;
   if (!clusters) return false;
   constexpr int kTeam = kClusterTeam;

@@ -36,6 +36,12 @@
 //                                               fills 3/4 of them or less (with_fitted_packs)
 //   kHeldShared  (optional)                     true: Held in shared memory, not registers,
 //                                               for rows over several blocks (held_in_shared)
+//   SharedHeld, hold_shared(p, col)  (optional) what kHeldShared keeps instead of Held (w as
+//                                               floats, converted once); add_sums and store_out
+//                                               then take either (shared_held_t)
+//   kWideRows  (optional)                       true: rows past 3/4 of a whole-block team over
+//                                               2-16 blocks of four 128-thread teams, as grid
+//                                               rows (staged_config.h's with_wide_rows)
 //   kClusterPacks  (optional)                   packs per thread for rows over 8 blocks that
 //                                               fill more than 3/4 of them (the three-tensor
 //                                               backwards: 2, so 4 stages fit, not 2)
@@ -74,7 +80,7 @@
 // one staged tensor at 4, 5 on half the team), so smaller stages and more of them; so do rows
 // over 8 blocks of ops with kClusterPacks (three staged tensors at 2 packs: 4 stages). Ops
 // with kHeldShared add their held values after the stages for rows over several blocks
-// (layernorm_bwd's w: 8-32 KB).
+// (layernorm_bwd's w: 16 KB of floats in 128-thread teams, 16-32 KB of bf16 in wider ones).
 // A row needs a whole number of 16-byte packs and 16-byte aligned rows (the vector path);
 // launchers send other rows to their register kernels.
 #pragma once
@@ -128,6 +134,16 @@ constexpr bool grid_rows_for() {
   }
 }
 
+// Does Op take wide rows (staged_config.h's with_wide_rows)? Op::kWideRows where it has one.
+template <class Op>
+constexpr bool takes_wide_rows() {
+  if constexpr (requires { Op::kWideRows; }) {
+    return Op::kWideRows;
+  } else {
+    return false;
+  }
+}
+
 // Packs per thread for rows over several blocks: Op::kClusterPacks where the op has one, else
 // Op::kPacks.
 template <class Op>
@@ -145,7 +161,8 @@ constexpr int cluster_packs() {
 // rows (knobs for scripts/ab-flags.sh). layernorm_bwd's wide rows spilled 16-40 bytes per
 // thread (ptxas) with w in registers and spill nothing so: same run, H100, bf16, 77.5 / 82.0 /
 // 72.4% of the copy ceiling at 512x65536 / 1024x32768 / 768x40000 against 75.4 / 81.1 / 69.9;
-// for rows one block holds (no spills either way) 2 measured up to 1.8 points slower.
+// for rows one block holds (no spills either way) 2 measured up to 1.8 points slower, and with
+// w as floats (SharedHeld) 1-2.5 slower on the H200 at 1024-12288 bf16.
 #ifndef KBENCH_HELD_SHARED
 #define KBENCH_HELD_SHARED 1
 #endif
@@ -158,13 +175,37 @@ __host__ __device__ constexpr bool held_in_shared() {
     return false;
   }
 }
+// What Op keeps in shared memory where held_in_shared: Op::SharedHeld (made by
+// Op::hold_shared) where it has one and a block's fit beside kStages stages in
+// kHeldSharedBudget, else Held. (layernorm_bwd's w as floats: converted once, not twice per row.)
+constexpr size_t kHeldSharedBudget = 216 * 1024;  // of sm_90's 227 KB per block
+template <class Op, class Config, int kStages>
+__host__ __device__ constexpr bool shared_held_is_own() {
+  if constexpr (requires { typename Op::SharedHeld; }) {
+    return kStages * stage_bytes(Op::kStaged, Config::kPacks) +
+               size_t{Config::kPacks} * Config::kTeam * sizeof(typename Op::SharedHeld) <=
+           kHeldSharedBudget;
+  } else {
+    return false;
+  }
+}
+template <class Op, bool kOwn>
+struct SharedHeldOf {
+  using type = typename Op::Held;
+};
+template <class Op>
+struct SharedHeldOf<Op, true> {
+  using type = typename Op::SharedHeld;
+};
+template <class Op, class Config, int kStages>
+using shared_held_t = typename SharedHeldOf<Op, shared_held_is_own<Op, Config, kStages>()>::type;
 // Shared memory of a block of Config's rows: kStages stages, and the held values where
 // held_in_shared (one per pack of a team: the block's teams share their columns).
 template <class Op, class Config, int kStages>
 constexpr size_t staged_shared_bytes() {
   return kStages * stage_bytes(Op::kStaged, Config::kPacks) +
          (held_in_shared<Op, Config::kCluster>()
-              ? size_t{Config::kPacks} * Config::kTeam * sizeof(typename Op::Held)
+              ? size_t{Config::kPacks} * Config::kTeam * sizeof(shared_held_t<Op, Config, kStages>)
               : 0);
 }
 
@@ -324,16 +365,37 @@ __global__ void __launch_bounds__(kBlock, 1)
   };
 
   // What the thread holds for its columns (w): in registers, or (held_in_shared) after the
-  // stages in shared memory, written by team 0 for all teams.
+  // stages in shared memory, written by team 0 for all teams as 16-byte slots
+  // [pack][slot][lane] (conflict-free reads; SharedHeld may take several).
   using Held = typename Op::Held;
+  using SharedHeld = shared_held_t<Op, Config, kStages>;
   constexpr bool kHeldShared = held_in_shared<Op, kCluster>();
+  constexpr int kHeldSlots = static_cast<int>(sizeof(SharedHeld) / sizeof(int4));
+  static_assert(!kHeldShared || sizeof(SharedHeld) % sizeof(int4) == 0);
   Held held_regs[kHeldShared ? 1 : kPacks];
-  Held* const held_shared = reinterpret_cast<Held*>(stages + kStages * S * kPacks * kBlock);
-  const auto held = [&](int k) -> const Held& {
+  int4* const held_shared = stages + kStages * S * kPacks * kBlock;
+  const auto held = [&](int k) -> decltype(auto) {
     if constexpr (kHeldShared) {
-      return held_shared[k * kTeam + lane];
+      SharedHeld h;
+#pragma unroll
+      for (int q = 0; q < kHeldSlots; ++q) {
+        reinterpret_cast<int4*>(&h)[q] = held_shared[(k * kHeldSlots + q) * kTeam + lane];
+      }
+      return h;
     } else {
-      return held_regs[k];
+      return static_cast<const Held&>(held_regs[k]);
+    }
+  };
+  const auto hold_in_shared = [&](int k) {
+    SharedHeld h;
+    if constexpr (shared_held_is_own<Op, Config, kStages>()) {
+      h = Op::hold_shared(p, col_of(k));
+    } else {
+      h = Op::hold(p, col_of(k));
+    }
+#pragma unroll
+    for (int q = 0; q < kHeldSlots; ++q) {
+      held_shared[(k * kHeldSlots + q) * kTeam + lane] = reinterpret_cast<const int4*>(&h)[q];
     }
   };
   constexpr int kAccRows = Op::kColGrads > 0 ? Op::kColGrads : 1;  // forwards accumulate nothing
@@ -341,7 +403,7 @@ __global__ void __launch_bounds__(kBlock, 1)
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
     if constexpr (kHeldShared) {
-      if (valid[k] && team == 0) held_shared[k * kTeam + lane] = Op::hold(p, col_of(k));
+      if (valid[k] && team == 0) hold_in_shared(k);
     } else {
       if (valid[k]) held_regs[k] = Op::hold(p, col_of(k));
     }
@@ -650,20 +712,20 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   float* partials = static_cast<float*>(a.workspace);
   int64_t clusters = 0;
   // Rows over several blocks: hardware clusters or grid rows (row_groups_of).
-  const bool wide_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
+  const bool multi_block_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
   const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(),
-                                           cluster_packs<Op>(), Op::kStaged == 1>(
-      packs, wide_rows, [&](auto config) {
+                                           cluster_packs<Op>(), Op::kStaged == 1, takes_wide_rows<Op>()>(
+      packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kStages = stages_of(Op::kStaged, C::kPacks);
     constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();
     if (kShared > limits.shared_bytes) return;
-    auto* kernel = staged_rows_kernel<Op, C, kStages>;
-    static std::atomic<uint64_t> opted_in{0};  // one per configuration (and Op)
-    allow_shared_bytes(reinterpret_cast<const void*>(kernel), kShared, opted_in);
     const int64_t per_sm = std::max(a.sm_count, 1);
     const int64_t row_groups = ceil_div(p.rows, kBlock / C::kTeam);  // a block's teams take a group
     if constexpr (C::kCluster == 1) {
+      auto* kernel = staged_rows_kernel<Op, C, kStages>;
+      static std::atomic<uint64_t> opted_in{0};  // one per configuration (and Op)
+      allow_shared_bytes(reinterpret_cast<const void*>(kernel), kShared, opted_in);
       const int64_t blocks = std::min(row_groups, per_sm);
       if (!launch_folded<Op, C, kStages>(p, partials, blocks, limits, stream, clusters)) {
         clusters = blocks;
@@ -671,12 +733,19 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
         KB_GPU_CHECK_LAUNCH();
       }
     } else {
+      // Hardware clusters hold at most 8 blocks (portably); wider groups are grid rows only.
+      constexpr bool kMayCluster = C::kCluster <= kMaxClusterBlocks;
       int64_t resident = 0;  // hardware clusters that fit at once (none without clusters)
-      if (limits.clusters) {
-        static std::atomic<int64_t> resident_cache[64];
-        resident = once_per_device(resident_cache, [&](int) {
-          return std::max(1, max_active_clusters(kernel, kBlock, kShared, C::kCluster));
-        });
+      if constexpr (kMayCluster) {
+        if (limits.clusters) {
+          auto* kernel = staged_rows_kernel<Op, C, kStages>;
+          static std::atomic<uint64_t> opted_in{0};
+          allow_shared_bytes(reinterpret_cast<const void*>(kernel), kShared, opted_in);
+          static std::atomic<int64_t> resident_cache[64];
+          resident = once_per_device(resident_cache, [&](int) {
+            return std::max(1, max_active_clusters(kernel, kBlock, kShared, C::kCluster));
+          });
+        }
       }
       constexpr bool kMayGridRows = grid_rows_for<Op, kBlock / C::kTeam, kStages>();
       const RowGroups groups =
@@ -695,7 +764,8 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
           grid_kernel<<<blocks, kBlock, kShared, stream>>>(p, partials, grid_sums_for_launch());
           KB_GPU_CHECK_LAUNCH();
         }
-      } else {
+      } else if constexpr (kMayCluster) {
+        auto* kernel = staged_rows_kernel<Op, C, kStages>;
         launch_in_clusters(kernel, blocks, kBlock, kShared, stream, C::kCluster, p, partials, GridSums{});
       }
     }

@@ -96,6 +96,27 @@ __device__ __forceinline__ void set_pair(Vec16<bf16_t>& v, int j, float2 f) {
 }
 #endif
 
+// A pack's elements already converted to float (values held across rows, converted once).
+template <int N>
+struct alignas(16) FloatPack {
+  float v[N];
+};
+template <int N>
+__device__ __forceinline__ float2 get_pair(const FloatPack<N>& v, int j) {
+  return make_float2(v.v[2 * j], v.v[2 * j + 1]);
+}
+template <class T>
+__device__ __forceinline__ FloatPack<Vec16<T>::kSize> to_float_pack(const Vec16<T>& v) {
+  FloatPack<Vec16<T>::kSize> f;
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 pair = get_pair(v, j);
+    f.v[2 * j] = pair.x;
+    f.v[2 * j + 1] = pair.y;
+  }
+  return f;
+}
+
 // An empty asm that "may change" the pack's 32-bit words: the compiler can no longer reuse
 // float conversions made before this point, nor hoist conversions made after it. Held packs
 // (a row in registers, w across rows) then stay packed, V/2 registers per 16-bit pack, instead

@@ -33,9 +33,12 @@
 //                         the second and third mostly from L2.
 //   v3_vec16_staged       v2's arithmetic on dy and x staged in shared memory by async copies,
 //                         each team's next rows in flight (kernels/common/staged_rows.cuh):
-//                         one 512-thread block per SM, teams of 32-512 threads per row, a
-//                         cluster of 2-8 blocks per row past 16384 bf16; dw and db in fp32
-//                         registers, one partial row pair per block. One round of row sums
+//                         one 512-thread block per SM, teams of 32-512 threads per row up to
+//                         12288 bf16, then rows over 4-16 blocks of four 128-thread teams
+//                         whose sums meet in global memory (grid rows; clusters of 8 for
+//                         32769-49152 and past 65536), w as floats in shared memory there;
+//                         dw and db in fp32 registers, one partial row pair per block (per
+//                         group of blocks for wider rows). One round of row sums
 //                         (x, g, x^2, g * x) where the variance allows (one_pass_variance.h),
 //                         else v2's two. Unaligned rows: v2.
 #include <algorithm>
@@ -188,9 +191,9 @@ __device__ __forceinline__ void add_sums_1(float2& sums, const Vec16<T>& dyv, co
 }
 
 // Round 1 of the staged kernel (v3): sums.x += x, sums.y += g, sums.z += x^2, sums.w += g * x.
-template <class T>
+template <class T, class W>
 __device__ __forceinline__ void add_sums_1_and_products(float4& sums, const Vec16<T>& dyv,
-                                                        const Vec16<T>& xv, const Vec16<T>& wv) {
+                                                        const Vec16<T>& xv, const W& wv) {
 #pragma unroll
   for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
     const float2 dy = get_pair(dyv, j);
@@ -213,9 +216,9 @@ __device__ __forceinline__ void add_sums_1_and_products(float4& sums, const Vec1
 // in the row (`valid` of them: <= 0 none, >= kSize all). Padded slots hold x = dy = w = 0;
 // subtracting 0 instead of the mean there makes both terms 0 (one select per pack when
 // kVector, where a pack is all in or all out; one per element otherwise).
-template <class T, bool kVector, class Index>
+template <class T, bool kVector, class Index, class W>
 __device__ __forceinline__ void add_sums_2(float2& sums, const Vec16<T>& dyv, const Vec16<T>& xv,
-                                           const Vec16<T>& wv, float mean, Index valid) {
+                                           const W& wv, float mean, Index valid) {
   const float pack_mean = valid > 0 ? mean : 0.f;
 #pragma unroll
   for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
@@ -241,9 +244,9 @@ struct RowCoefs {
 
 // dx for one pack, and dw_acc += dy * xhat, db_acc += dy for its elements:
 // xc = x - mean, dx = rstd * ((g - mean(g)) - xc * c), xhat = xc * rstd.
-template <class T>
+template <class T, class W>
 __device__ __forceinline__ Vec16<T> pack_dx(const Vec16<T>& dyv, const Vec16<T>& xv,
-                                            const Vec16<T>& wv, const RowCoefs& r,
+                                            const W& wv, const RowCoefs& r,
                                             float* dw_acc, float* db_acc) {
   Vec16<T> dxv;
 #pragma unroll
@@ -629,6 +632,10 @@ struct LayernormBwdStaged {
   using Type = T;
   using Params = BwdParams<T>;
   using Held = Vec16<T>;              // w
+  // w in shared memory (kHeldShared below) as floats, converted once rather than in both
+  // passes over every row: same run, H200, bf16, +0.7 to +1.0 points of the copy ceiling at
+  // 16384, 32768 and 65536 (78.5 against 77.7 at 16384).
+  using SharedHeld = FloatPack<Vec16<T>::kSize>;
   using Sums = float4;
   static constexpr int kStaged = 2;   // dy, x
   static constexpr int kPacks = staged_rows::kPacks;
@@ -636,14 +643,20 @@ struct LayernormBwdStaged {
   // (sum xc^2, sum g * xc) with xc = x - mean.
   static constexpr int kRounds = 2;
   static constexpr int kColGrads = 2; // dw, db
-  // Rows of 32768 bf16 over 8 blocks of four 128-thread teams, as grid rows (staged_rows.cuh's
-  // grid_rows_for), not 4 blocks of two 256-thread teams in a cluster: same run, H100, 80.7 /
-  // 80.6% of the copy ceiling against 77.3 / 77.4. (In clusters, team 128 had measured 7 points
-  // slower.) 65536 takes 256-thread teams in clusters of 8 either way.
-  static constexpr int kClusterTeam = 128;
   // w in shared memory for rows over several blocks (staged_rows.cuh's held_in_shared): with
   // w, dw and db in registers those kernels spilled, and 2 points slower at 65536.
   static constexpr bool kHeldShared = true;
+  // Rows of 12289 bf16 and wider over 4 (16384), 8 (32768) or 16 (49153-65536) blocks of four
+  // 128-thread teams, as grid rows (staged_config.h's with_wide_rows), not one 512-thread team
+  // per block (16384) or clusters of 8 blocks of two 256-thread teams on 120 SMs (65536): half
+  // the partial rows of dw and db. Same run, bf16, % of the copy ceiling, three repetitions:
+  // H100 2048x16384 82.4-82.7 against 79.5-79.7, 512x65536 80.4-80.6 against 79.4-79.7; H200
+  // 77.3-77.5 against 73.8-74.0 at 16384, 73.2-73.5 against 73.8-74.2 at 65536. 32768 took this
+  // configuration before (80.7 / 80.6 against 77.3 / 77.4 for 4 blocks of two 256-thread teams
+  // in a cluster, H100). At 2 packs per thread (twice the blocks) 1-12 points slower;
+  // rmsnorm_bwd so: -10 at 16384, +2 at 32768; polynorm_bwd (H200) -5 at 16384
+  // (kernels/rmsnorm/NOTES.md, thirteenth session).
+  static constexpr bool kWideRows = true;
   struct Stats {
     RowCoefs coefs;
     bool second_round;
@@ -653,8 +666,12 @@ struct LayernormBwdStaged {
     return (i == 0 ? p.dy : p.x) + row * p.cols;
   }
   __device__ static Held hold(const Params& p, int64_t col) { return load_vec(p.w + col); }
+  __device__ static SharedHeld hold_shared(const Params& p, int64_t col) {
+    return to_float_pack(load_vec(p.w + col));
+  }
+  template <class W>
   __device__ static void add_sums(int round, float4& sums, const Vec16<T> (&in)[kStaged],
-                                  const Held& w, const Stats& s) {
+                                  const W& w, const Stats& s) {
     if (round == 0) {
       add_sums_1_and_products(sums, in[0], in[1], w);
     } else {
@@ -680,8 +697,9 @@ struct LayernormBwdStaged {
   }
   __device__ static bool needs_round(int, const Stats& s) { return s.second_round; }
   // acc: dw of the pack's V elements, then db's.
+  template <class W>
   __device__ static void store_out(const Params& p, int64_t row, int64_t col,
-                                   const Vec16<T> (&in)[kStaged], const Held& w, const Stats& s,
+                                   const Vec16<T> (&in)[kStaged], const W& w, const Stats& s,
                                    float (&acc)[2 * Vec16<T>::kSize]) {
     store_vec(p.dx + row * p.cols + col,
               kbench::pack_dx(in[0], in[1], w, s.coefs, acc, acc + Vec16<T>::kSize));
@@ -732,7 +750,7 @@ KBENCH_REGISTER(layernorm_bwd_v2_vec16_persistent) {
 
 KBENCH_REGISTER(layernorm_bwd_v3_vec16_staged) {
   register_impl("layernorm_bwd", "v3_vec16_staged")
-      .note("dy, x staged in shared memory, next row in flight; cluster per row past 16K bf16")
+      .note("dy, x staged in shared memory, next row in flight; rows past 12K bf16 over 4-16 blocks")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch([](const LaunchArgs& a) {
         dispatch_dtype(a.dtype, [&](auto tag) { launch_v3<typename decltype(tag)::type>(a); });

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "kernels/common/staged_config.h"
 
@@ -17,10 +18,11 @@ struct Choice {
 };
 
 template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
-          bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false>
+          bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false,
+          bool kWide = false>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
-  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks, kHalfTeams>(
+  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks, kHalfTeams, kWide>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
@@ -123,6 +125,34 @@ TEST(StagedConfig, SmallerClusterTeamsStepUpToLargerOnesInClustersOfEight) {
   EXPECT_EQ(choose_128(8 * 256 * kPacks + 1).team, kBlock);
   EXPECT_TRUE(choose_128(8 * kOneBlock).taken);
   EXPECT_FALSE(choose_128(8 * kOneBlock + 1).taken);
+}
+
+// Wide rows (layernorm_bwd): rows past 3/4 of a whole-block team (1537 packs at 4: 12296 bf16)
+// over the fewest of 2-16 blocks of four 128-thread teams that hold them, at 4 packs: 16384
+// bf16 over 4, 32768 over 8, 65536 over 16, but 16 only for rows past 3/4 of their slots;
+// wider rows and those as without kWide; none without rows over several blocks. Every slice
+// fits its team's packs.
+TEST(StagedConfig, WideRowsOverTheFewestBlocksOfFourTeams) {
+  const auto wide = [](int64_t packs, bool clusters = true) {
+    return choose<32, kPacks, KBENCH_CLUSTER_TEAM, true, kPacks, false, true>(packs, clusters);
+  };
+  EXPECT_EQ(wide(1536).cluster, 1);  // 12288 bf16: one block, as without kWide
+  EXPECT_EQ(wide(1536).team, kBlock);
+  for (const auto& [packs, blocks] : {std::pair<int64_t, int>{1537, 4}, {2048, 4}, {2049, 8},
+                                      {4096, 8}, {6145, 16}, {8192, 16}}) {
+    const Choice c = wide(packs);
+    EXPECT_EQ(c.team, kWideTeam) << packs;
+    EXPECT_EQ(c.cluster, blocks) << packs;
+    EXPECT_EQ(c.packs, kPacks) << packs;
+    EXPECT_LE((packs + c.cluster - 1) / c.cluster, int64_t{c.team} * c.packs) << packs;
+  }
+  for (const int64_t packs : {int64_t{4097}, int64_t{6144}, int64_t{8193}}) {  // as without kWide
+    const Choice c = wide(packs);
+    EXPECT_EQ(c.cluster, 8) << packs;
+    EXPECT_EQ(c.team, (choose<32, kPacks>(packs, true).team)) << packs;
+  }
+  EXPECT_EQ(wide(2048, false).team, kBlock);  // no rows over several blocks: one block
+  EXPECT_FALSE(wide(2049, false).taken);
 }
 
 // The three-tensor backwards (4 packs, 2 over several blocks, cluster team 128): 32768 and
