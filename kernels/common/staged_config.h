@@ -203,7 +203,7 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   if (packs <= 128 * kPacks) return with_fitted_packs<128, kPacks, kFit, kHalfTeams>(packs, f), true;
   if (packs <= 256 * kPacks) return with_fitted_packs<256, kPacks, kFit, kHalfTeams>(packs, f), true;
   if constexpr (kWide) {
-    // Rows that fill more than 3/4 of a whole-block team's packs (12289-16384 bf16 at 4) and
+    // Rows that fill more than 3/4 of a whole-block team's packs (12296-16384 bf16 at 4) and
     // wider: with_wide_rows. Larger groups of blocks, so fewer of them and fewer partial rows
     // of the column gradients (33 instead of 66 folded ones at 16384, 8 instead of 15 at 65536
     // on 132 SMs), and four teams per block, whose row sums overlap.

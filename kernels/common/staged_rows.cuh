@@ -179,8 +179,9 @@ __host__ __device__ constexpr bool held_in_shared() {
 // Op::hold_shared) where it has one and a block's fit beside kStages stages in
 // kHeldSharedBudget, else Held. (layernorm_bwd's w as floats: converted once, not twice per row.)
 constexpr size_t kHeldSharedBudget = 216 * 1024;  // of sm_90's 227 KB per block
+// (A variable, not a function: the kernel reads it, and stage_bytes is host-only.)
 template <class Op, class Config, int kStages>
-__host__ __device__ constexpr bool shared_held_is_own() {
+constexpr bool kSharedHeldIsOwn = [] {
   if constexpr (requires { typename Op::SharedHeld; }) {
     return kStages * stage_bytes(Op::kStaged, Config::kPacks) +
                size_t{Config::kPacks} * Config::kTeam * sizeof(typename Op::SharedHeld) <=
@@ -188,7 +189,7 @@ __host__ __device__ constexpr bool shared_held_is_own() {
   } else {
     return false;
   }
-}
+}();
 template <class Op, bool kOwn>
 struct SharedHeldOf {
   using type = typename Op::Held;
@@ -198,7 +199,7 @@ struct SharedHeldOf<Op, true> {
   using type = typename Op::SharedHeld;
 };
 template <class Op, class Config, int kStages>
-using shared_held_t = typename SharedHeldOf<Op, shared_held_is_own<Op, Config, kStages>()>::type;
+using shared_held_t = typename SharedHeldOf<Op, kSharedHeldIsOwn<Op, Config, kStages>>::type;
 // Shared memory of a block of Config's rows: kStages stages, and the held values where
 // held_in_shared (one per pack of a team: the block's teams share their columns).
 template <class Op, class Config, int kStages>
@@ -388,7 +389,7 @@ __global__ void __launch_bounds__(kBlock, 1)
   };
   const auto hold_in_shared = [&](int k) {
     SharedHeld h;
-    if constexpr (shared_held_is_own<Op, Config, kStages>()) {
+    if constexpr (kSharedHeldIsOwn<Op, Config, kStages>) {
       h = Op::hold_shared(p, col_of(k));
     } else {
       h = Op::hold(p, col_of(k));

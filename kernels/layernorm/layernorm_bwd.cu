@@ -646,7 +646,7 @@ struct LayernormBwdStaged {
   // w in shared memory for rows over several blocks (staged_rows.cuh's held_in_shared): with
   // w, dw and db in registers those kernels spilled, and 2 points slower at 65536.
   static constexpr bool kHeldShared = true;
-  // Rows of 12289 bf16 and wider over 4 (16384), 8 (32768) or 16 (49153-65536) blocks of four
+  // Rows past 12288 bf16 over 4 (up to 16384), 8 (32768) or 16 (49153-65536) blocks of four
   // 128-thread teams, as grid rows (staged_config.h's with_wide_rows), not one 512-thread team
   // per block (16384) or clusters of 8 blocks of two 256-thread teams on 120 SMs (65536): half
   // the partial rows of dw and db. Same run, bf16, % of the copy ceiling, three repetitions:
