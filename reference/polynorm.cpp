@@ -171,9 +171,10 @@ void fused_mul_polynorm_bwd_reference(const ReferenceArgs& a) {
 Tolerance forward_tolerance(DType t) { return rowwise_tolerance(t, 2e-5); }
 
 // dx = sum_k p_k w_k r_k x^(p_k-1) (G - x^p_k rho_k) cancels inside each bracket (N = 1 rows
-// cancel almost fully); the kernels form each bracket with one FMA, so the absolute error
-// stays ~1e-7 of the bracket's terms (<= ~300 for |x| ~ 0.01 in an N = 1 row): the same
-// absolute floor as rmsnorm_bwd's dx covers it.
+// cancel almost fully); the kernels form the x rho_1 bracket with one FMA (and expand the
+// other two, which cancel only where their weights are small: polynorm_math.h), so the
+// absolute error stays ~1e-7 of the bracket's terms (<= ~300 for |x| ~ 0.01 in an N = 1 row):
+// the same absolute floor as rmsnorm_bwd's dx covers it.
 Tolerance dx_tolerance(DType t) { return rowwise_tolerance(t, 1e-4); }
 
 // dw_k and db each sum M * N products of unit size (n_k is normalized per row, G is dy or

@@ -143,15 +143,15 @@ struct StagedConfig {
 // A row of `packs` packs on one team of kTeam threads at up to kPacks packs each: at 5/8 or
 // 3/4 of kPacks where that holds it (5120 bf16 at 8 packs: 640 packs, team 128 at 5), so
 // each stage is only as large as the row and more stages fit.
-// kHalfTeams (ops of one staged tensor at 4 packs): first 5 packs on half the team where that
-// holds the row (5120 bf16: 640 packs on 128 threads, every slot used, rather than 768 or 1024
-// slots on 256).
+// kHalfTeams (staged_rows.cuh's half_teams: layernorm's forward, polynorm_bwd; 4 packs, with
+// or without kFit): first 5 packs on half the team where that holds the row (5120 bf16: 640
+// packs on 128 threads, every slot used, rather than 768 or 1024 slots on 256).
 // kWide (ops with kWideRows): rows past 3/4 of a whole-block team as with_wide_rows.
 template <int kTeam, int kPacks, bool kFit, bool kHalfTeams = false, class F>
 void with_fitted_packs(int64_t packs, F&& f) {
   constexpr int kFive = kPacks * 5 / 8;
   constexpr int kSix = kPacks * 3 / 4;
-  if constexpr (kFit && kHalfTeams && kPacks == 4 && kTeam >= 128) {  // half: a warp on AMD too
+  if constexpr (kHalfTeams && kPacks == 4 && kTeam >= 128) {  // half: a warp on AMD too
     if (packs <= kTeam / 2 * 5) return f(StagedConfig<kTeam / 2, 1, 5>{});
   }
   const int64_t needed = (packs + kTeam - 1) / kTeam;

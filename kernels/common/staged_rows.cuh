@@ -34,6 +34,10 @@
 //                                               4 or more teams (grid_rows_for)
 //   kFitPacks  (optional)                       false: kPacks per thread even where the row
 //                                               fills 3/4 of them or less (with_fitted_packs)
+//   kHalfTeams  (optional)                      true: rows of up to 5/8 of a team's packs on
+//                                               half the team at 5 packs (with_fitted_packs);
+//                                               without it, ops of one staged tensor that fit
+//                                               their packs do so (half_teams)
 //   kHeldShared  (optional)                     true: Held in shared memory, not registers,
 //                                               for rows over several blocks (held_in_shared)
 //   SharedHeld, hold_shared(p, col)  (optional) what kHeldShared keeps instead of Held (w as
@@ -218,6 +222,18 @@ constexpr bool fit_packs() {
     return Op::kFitPacks;
   } else {
     return KBENCH_FIT_PACKS;
+  }
+}
+
+// Does Op put rows of up to 5/8 of a team's packs on half the team at 5 packs each
+// (with_fitted_packs' kHalfTeams)? Op::kHalfTeams where the op has one, else ops of one staged
+// tensor that fit their packs (kFitPacks).
+template <class Op>
+constexpr bool half_teams() {
+  if constexpr (requires { Op::kHalfTeams; }) {
+    return Op::kHalfTeams;
+  } else {
+    return Op::kStaged == 1 && fit_packs<Op>();
   }
 }
 
@@ -715,7 +731,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   // Rows over several blocks: hardware clusters or grid rows (row_groups_of).
   const bool multi_block_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
   const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(),
-                                           cluster_packs<Op>(), Op::kStaged == 1, takes_wide_rows<Op>()>(
+                                           cluster_packs<Op>(), half_teams<Op>(), takes_wide_rows<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kStages = stages_of(Op::kStaged, C::kPacks);

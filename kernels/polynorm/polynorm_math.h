@@ -12,6 +12,7 @@
 //             y = c3 x^3 + c2 x^2 + c1 x + b = ((c3 x + c2) x + c1) x + b     (Horner: 3 FMAs)
 //   backward  G = dy (* m), rho_k = mean(G x^p) / (mean(x^2p) + eps), a_k = p_k w_k r_k:
 //             dx = a1 (G - x rho1) + x (a2 (G - x^2 rho2) + x a3 (G - x^3 rho3))
+//                = a1 (G - x rho1) + x (G (a2 + a3 x) - x^2 (b2 + b3 x^2)),  b_k = a_k rho_k
 //             dw_k = sum over rows of r_k * sum(G x^p)   db = sum of G
 //   (du_k = r_k (g_k - n_k mean(g_k n_k)) = w_k r_k (G - x^p rho_k), and dx = sum p x^(p-1) du_k.)
 // One pass over a row gives every row sum: the forward needs sum x^2, x^4, x^6; the backward
@@ -23,8 +24,14 @@
 //   below fp32's 3.4e38: fp32 holds N(x^3) for |x| up to ~3e5 at N = 131072. Below, x^6
 //   underflows only where eps dominates mean(x^6) anyway. Zero rows: every r_k = 1/sqrt(eps).
 // - Each backward bracket G - x^p rho_k cancels almost fully in rows where one element
-//   dominates (N = 1 always): it is one FMA, and rho_k uses 1 / (mean + eps) refined by a
-//   Newton step rather than rsqrt squared (whose ~4 ulp error the cancellation would magnify).
+//   dominates (N = 1 always), and rho_k uses 1 / (mean + eps) refined by a Newton step rather
+//   than rsqrt squared (whose ~4 ulp error the cancellation would magnify). The x rho_1 bracket
+//   is one FMA; the other two are expanded (bwd_dx), G (a2 + a3 x) - x^2 (b2 + b3 x^2): they
+//   cancel only where x^4 >> eps, and there a2, a3 are small. A host emulation of the fp32
+//   arithmetic against fp64 (2M random rows of N = 1-127, |x| from 1e-4 to 1e3, dy normal)
+//   put the worst element at 0.89 of dx's tolerance with one FMA per bracket and with this
+//   form alike; expanding the x rho_1 bracket too reached 1.03 (N = 1, |x| ~ 0.005, where
+//   a1 G ~ 200 G cancels).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -161,6 +168,7 @@ __device__ __forceinline__ Norm row_norm(float sum, float inv_cols, float eps) {
 struct BwdRow {
   float a1, a2, a3;        // p_k * w_k * r_k
   float rho1, rho2, rho3;  // mean(G x^p) / (mean(x^2p) + eps)
+  float b2, b3;            // a2 rho2, a3 rho3
   float dw0, dw1, dw2;     // this row's share of dw: r_k * sum(G x^p)
   FwdCoefs poly;           // polynorm(x) for dm = dy * polynorm(x) (fused op)
 };
@@ -178,6 +186,8 @@ __device__ __forceinline__ BwdRow bwd_row(const RowSums<K>& s, float inv_cols, f
   r.rho1 = s.v[3] * inv_cols * n1.inv;
   r.rho2 = s.v[4] * inv_cols * n2.inv;
   r.rho3 = s.v[5] * inv_cols * n3.inv;
+  r.b2 = r.a2 * r.rho2;
+  r.b3 = r.a3 * r.rho3;
   r.dw0 = n3.r * s.v[5];
   r.dw1 = n2.r * s.v[4];
   r.dw2 = n1.r * s.v[3];
@@ -185,14 +195,30 @@ __device__ __forceinline__ BwdRow bwd_row(const RowSums<K>& s, float inv_cols, f
   return r;
 }
 
-// dx of one element: each bracket G - x^p rho_k is one FMA (see the numerics note above).
-// 2 + 3 + 5 = 10 instructions.
+// dx of one element in 8 instructions: the x rho_1 bracket as one FMA, the x^2 and x^3 terms
+// expanded (see the numerics note above):
+//   dx = a1 (G - x rho1) + x (G (a2 + a3 x) - x^2 (b2 + b3 x^2)),  b_k = a_k rho_k.
+// With all three brackets as FMAs (KBENCH_EXPANDED_DX=0, a knob for scripts/ab-flags.sh) it
+// takes 10. Same run, H200, bf16, % of the copy ceiling, two repetitions: polynorm_bwd 80.0 /
+// 80.3 against 75.9 / 76.0 at 5120, 81.1-81.3 against 78.8-80.6 at 8K and 16K, 77.7 against
+// 75.7 / 75.9 at 32K, 75.8 / 76.3 against 74.0 / 74.6 at 64K, but 83.3-84.0 against 84.3-86.0
+// at 1K and 2K; fused_mul_polynorm_bwd -0.3 to +1.4. H100 (with the half teams below): -1.4 to
+// +1.6 but 5120.
+#ifndef KBENCH_EXPANDED_DX
+#define KBENCH_EXPANDED_DX 1
+#endif
 __device__ __forceinline__ float bwd_dx(float g, float x, const BwdRow& r) {
   const float x2 = x * x;
+#if KBENCH_EXPANDED_DX
+  const float t1 = r.a1 * fmaf(-x, r.rho1, g);
+  const float inner = fmaf(g, fmaf(r.a3, x, r.a2), -(x2 * fmaf(r.b3, x2, r.b2)));
+  return fmaf(x, inner, t1);
+#else
   const float x3 = x2 * x;
   const float t3 = r.a3 * fmaf(-x3, r.rho3, g);
   const float t2 = fmaf(x, t3, r.a2 * fmaf(-x2, r.rho2, g));
   return fmaf(x, t2, r.a1 * fmaf(-x, r.rho1, g));
+#endif
 }
 
 // ----- packs (Vec16), a pair of elements at a time (see get_pair in vec.h) ------------------
@@ -1076,6 +1102,15 @@ struct PolynormBwdStaged {
   // 84.9-85.3 against 83.2-83.3% of the copy ceiling fitted; fused_mul_polynorm_bwd the same).
   // (H200, same run: fused_mul_polynorm_bwd +2.5 fitted, polynorm_bwd +0.4.)
   static constexpr bool kFitPacks = false;
+  // Rows of 513-640 packs (4104-5120 bf16) on 128 threads at 5 packs (2 stages of 80 KB), not
+  // 256 at 4 (3 of 64 KB, 62% of the slots used at 5120): each thread sums 40 elements per row
+  // rather than 20, over a team of 4 warps. Same run, H200, bf16, 8192x5120, two repetitions:
+  // 84.1 / 83.4% of the copy ceiling against 80.0 / 80.3. Three staged tensors at 5 packs need
+  // 240 KB a stage pair: fused_mul_polynorm_bwd keeps 4.
+#ifndef KBENCH_BWD_HALF_TEAMS
+#define KBENCH_BWD_HALF_TEAMS 1
+#endif
+  static constexpr bool kHalfTeams = !kHasMul && KBENCH_BWD_HALF_TEAMS;
   struct Stats {
     BwdRow row;
     float sum_g;

@@ -90,7 +90,8 @@ TEST(StagedConfig, RowsThatFillFewPacksGetFewerPacksPerThread) {
 
 // One staged tensor at 4 packs (kHalfTeams): 5120 bf16 on 128 threads at 5 packs, every slot
 // used; just past a team of 128 at 4 (4104 bf16) too; past 640 packs 3 on 256 as before. Not
-// on half of a team of 64 (narrower than an AMD warp), nor without kFit.
+// on half of a team of 64 (narrower than an AMD warp). Without kFit (polynorm_bwd) the same
+// half teams, and 4 packs past them.
 TEST(StagedConfig, OneTensorRowsTakeFivePacksOnHalfTheTeam) {
   const auto half = [](int64_t packs) { return choose<32, 4, KBENCH_CLUSTER_TEAM, true, 4, true>(packs, true); };
   EXPECT_EQ(half(640).team, 128);
@@ -105,7 +106,14 @@ TEST(StagedConfig, OneTensorRowsTakeFivePacksOnHalfTheTeam) {
   EXPECT_EQ(half(300).packs, 5);
   EXPECT_EQ(half(150).team, 64);  // no half team of 32: 3 packs on 64
   EXPECT_EQ(half(150).packs, 3);
-  EXPECT_EQ((choose<32, 4, KBENCH_CLUSTER_TEAM, false, 4, true>(640, true).packs), 4);
+  const auto unfitted = [](int64_t packs) {
+    return choose<32, 4, KBENCH_CLUSTER_TEAM, false, 4, true>(packs, true);
+  };
+  EXPECT_EQ(unfitted(640).team, 128);
+  EXPECT_EQ(unfitted(640).packs, 5);
+  EXPECT_EQ(unfitted(641).team, 256);
+  EXPECT_EQ(unfitted(641).packs, 4);
+  EXPECT_EQ(unfitted(150).packs, 4);
   EXPECT_GE(stages_of(1, 5), 4);
 }
 
