@@ -72,6 +72,7 @@ struct BwdParams {
   int64_t rows;
   int64_t cols;
   float eps;
+  float inv_cols;  // 1 / cols, rounded on the host (row_mean)
 };
 
 template <class T>
@@ -84,7 +85,8 @@ BwdParams<T> bwd_params(const LaunchArgs& a) {
                       static_cast<T*>(a.outputs[2]),
                       a.shape.m,
                       a.shape.n,
-                      a.eps};
+                      a.eps,
+                      1.f / static_cast<float>(a.shape.n)};
 }
 
 // 16-byte accesses are legal when every row of dy, x, dx and w starts 16-byte aligned.
@@ -627,6 +629,25 @@ void launch_v2(const LaunchArgs& a) {
 // every N of the default sweep, fp32 to bf16 (H100, kernels/rmsnorm/NOTES.md).
 // ---------------------------------------------------------------------------------------------
 
+// A row's mean from its sum in the staged kernel: sum * (1 / cols), the reciprocal rounded on
+// the host (1, the default), or sum / cols (0, a knob for scripts/ab-flags.sh): an IEEE division
+// is ~10 instructions, and the first round takes four means per row. The two differ by at most
+// an ulp (not at all where cols is a power of two). Same run, H200, bf16, two repetitions:
+// +0.1 to +0.8 points of the copy ceiling at every N of the default sweep. (layernorm's forward,
+// two means per row, measured +0.3 to +1.4 at N <= 16384 but -1 to -2.6 at 32768 and 65536, and
+// keeps its divisions.)
+#ifndef KBENCH_ROW_RECIPROCAL
+#define KBENCH_ROW_RECIPROCAL 1
+#endif
+template <class T>
+__device__ __forceinline__ float row_mean(float sum, const BwdParams<T>& p) {
+#if KBENCH_ROW_RECIPROCAL
+  return sum * p.inv_cols;
+#else
+  return sum / static_cast<float>(p.cols);
+#endif
+}
+
 template <class T>
 struct LayernormBwdStaged {
   using Type = T;
@@ -682,17 +703,17 @@ struct LayernormBwdStaged {
     }
   }
   __device__ static void finish_round(int round, float4 total, Stats& s, const Params& p) {
-    const float n = static_cast<float>(p.cols);
+    const auto mean_of = [&p](float sum) { return row_mean(sum, p); };
     if (round == 0) {
-      const float mean = total.x / n;
-      const float mean_g = total.y / n;
-      const float var = fmaf(-mean, mean, total.z / n);
+      const float mean = mean_of(total.x);
+      const float mean_g = mean_of(total.y);
+      const float var = fmaf(-mean, mean, mean_of(total.z));
       // mean((x - mean) * g) from the same round: cancels no worse than the variance.
-      const float cov = fmaf(-mean, mean_g, total.w / n);
+      const float cov = fmaf(-mean, mean_g, mean_of(total.w));
       s.second_round = !one_pass_variance_ok<T>(mean, var);
       s.coefs = row_coefs(mean, mean_g, fmaxf(var, 0.f), cov, p.eps);
     } else {
-      s.coefs = row_coefs(s.coefs.mean, s.coefs.mean_g, total.x / n, total.y / n, p.eps);
+      s.coefs = row_coefs(s.coefs.mean, s.coefs.mean_g, mean_of(total.x), mean_of(total.y), p.eps);
     }
   }
   __device__ static bool needs_round(int, const Stats& s) { return s.second_round; }
