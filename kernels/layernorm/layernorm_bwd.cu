@@ -703,17 +703,17 @@ struct LayernormBwdStaged {
     }
   }
   __device__ static void finish_round(int round, float4 total, Stats& s, const Params& p) {
-    const auto mean_of = [&p](float sum) { return row_mean(sum, p); };
     if (round == 0) {
-      const float mean = mean_of(total.x);
-      const float mean_g = mean_of(total.y);
-      const float var = fmaf(-mean, mean, mean_of(total.z));
+      const float mean = row_mean(total.x, p);
+      const float mean_g = row_mean(total.y, p);
+      const float var = fmaf(-mean, mean, row_mean(total.z, p));
       // mean((x - mean) * g) from the same round: cancels no worse than the variance.
-      const float cov = fmaf(-mean, mean_g, mean_of(total.w));
+      const float cov = fmaf(-mean, mean_g, row_mean(total.w, p));
       s.second_round = !one_pass_variance_ok<T>(mean, var);
       s.coefs = row_coefs(mean, mean_g, fmaxf(var, 0.f), cov, p.eps);
     } else {
-      s.coefs = row_coefs(s.coefs.mean, s.coefs.mean_g, mean_of(total.x), mean_of(total.y), p.eps);
+      s.coefs = row_coefs(s.coefs.mean, s.coefs.mean_g, row_mean(total.x, p), row_mean(total.y, p),
+                          p.eps);
     }
   }
   __device__ static bool needs_round(int, const Stats& s) { return s.second_round; }

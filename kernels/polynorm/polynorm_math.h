@@ -1073,6 +1073,11 @@ void launch_polynorm_bwd_v2(const LaunchArgs& a) {
 // held per column: the four weights are read (from L1) once per row.
 // =============================================================================================
 
+// polynorm_bwd's half teams at 5120 (PolynormBwdStaged::kHalfTeams; 0: a knob for
+// scripts/ab-flags.sh).
+#ifndef KBENCH_BWD_HALF_TEAMS
+#define KBENCH_BWD_HALF_TEAMS 1
+#endif
 template <class T, bool kHasMul>
 struct PolynormBwdStaged {
   using Type = T;
@@ -1107,9 +1112,6 @@ struct PolynormBwdStaged {
   // rather than 20, over a team of 4 warps. Same run, H200, bf16, 8192x5120, two repetitions:
   // 84.1 / 83.4% of the copy ceiling against 80.0 / 80.3. Three staged tensors at 5 packs need
   // 240 KB a stage pair: fused_mul_polynorm_bwd keeps 4.
-#ifndef KBENCH_BWD_HALF_TEAMS
-#define KBENCH_BWD_HALF_TEAMS 1
-#endif
   static constexpr bool kHalfTeams = !kHasMul && KBENCH_BWD_HALF_TEAMS;
   struct Stats {
     BwdRow row;
