@@ -34,8 +34,9 @@ constexpr int kGridBuffers = 8;
 constexpr int64_t kGridMaxBlocks = 1024;
 constexpr int64_t kGridMaxTeams = 4;  // teams of 128 threads or more
 constexpr int64_t kGridMaxFloats = 8;
-constexpr size_t kGridSlotBytes =
-    size_t{kGridMaxBlocks * kGridMaxTeams * kGridBuffers * kGridMaxFloats} * sizeof(uint64_t);
+constexpr int64_t kGridSlotWords = kGridMaxBlocks * kGridMaxTeams * kGridBuffers * kGridMaxFloats;
+// After the slots, one word per block for grid_arrive / grid_wait_all.
+constexpr size_t kGridSlotBytes = size_t{kGridSlotWords + kGridMaxBlocks} * sizeof(uint64_t);
 
 // What a grid-rows kernel needs: the slots (one allocation per device, shared by every kernel
 // of the process: kbench runs one kernel at a time on a device) and this launch's epoch.
@@ -77,6 +78,18 @@ __device__ __forceinline__ uint64_t load_word(const uint64_t* p) {
   uint64_t word;
   asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(word) : "l"(p) : "memory");
   return word;
+#endif
+}
+
+// A wait for another block gives up after kMaxPolls polls (an L2 round trip each: seconds): that
+// block never ran (not every block was resident). The kernel traps: a launch failure (exit 3),
+// not a hang.
+constexpr uint32_t kMaxPolls = 1u << 22;
+__device__ __forceinline__ void trap_kernel() {
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+  __builtin_trap();
+#else
+  __trap();
 #endif
 }
 
@@ -129,15 +142,8 @@ __device__ __forceinline__ V grid_wait_sum(const GridSums& g, int group_team, ui
     for (int i = 0; i < kPerLane; ++i) words[i] = load_word(slots + i * kSpan);
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
-      // 2^22 polls (an L2 round trip each: seconds) mean a peer block never ran.
       for (uint32_t polls = 0; static_cast<uint32_t>(words[i] >> 32) != tag; ++polls) {
-        if (polls == (1u << 22)) {
-#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
-          __builtin_trap();
-#else
-          __trap();
-#endif
-        }
+        if (polls == kMaxPolls) trap_kernel();
         words[i] = load_word(slots + i * kSpan);
       }
       const float f = __uint_as_float(static_cast<uint32_t>(words[i]));
@@ -151,6 +157,44 @@ __device__ __forceinline__ V grid_wait_sum(const GridSums& g, int group_team, ui
 #pragma unroll
   for (int w = 0; w < W; ++w) f[w] = shfl(v, w);
   return sum;
+}
+
+// A grid-wide barrier in two halves (all blocks resident at once, as for the sums above):
+// grid_arrive publishes that this block has written what others will read, grid_wait_all waits
+// until every block of the launch has (one thread per block polls, all at once) and then sees
+// all of it. A block's word holds the epoch of the last launch that arrived there: a word of an
+// earlier launch never holds this one's, so nothing is reset. Release and acquire at GPU scope,
+// with the block's barriers around them, order every thread's writes before the reads.
+__device__ __forceinline__ void store_word_release(uint64_t* p, uint64_t word) {
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+  __atomic_store_n(p, word, __ATOMIC_RELEASE);
+#else
+  asm volatile("st.release.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(word) : "memory");
+#endif
+}
+__device__ __forceinline__ uint64_t load_word_acquire(const uint64_t* p) {
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#else
+  uint64_t word;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(word) : "l"(p) : "memory");
+  return word;
+#endif
+}
+
+__device__ __forceinline__ void grid_arrive(const GridSums& g) {
+  __syncthreads();  // every thread's writes before thread 0's release
+  if (threadIdx.x == 0) store_word_release(g.slots + kGridSlotWords + blockIdx.x, g.epoch);
+}
+
+__device__ __forceinline__ void grid_wait_all(const GridSums& g) {
+  const uint64_t* const arrived = g.slots + kGridSlotWords;
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+    for (uint32_t polls = 0; load_word_acquire(arrived + b) != g.epoch; ++polls) {
+      if (polls == kMaxPolls) trap_kernel();
+    }
+  }
+  __syncthreads();
 }
 
 }  // namespace kbench

@@ -2,14 +2,16 @@
 // whose persistent grids accumulate each column's gradient in fp32 per thread across the rows
 // it sees (rmsnorm_bwd, fused_add_rmsnorm_bwd, layernorm_bwd). A block folds its teams'
 // accumulators into one partial row per output in the workspace; a second kernel adds the
-// partial rows column by column. Both in a fixed order, with no atomics: the result depends on
-// the grid size only, never on timing (deterministic).
+// partial rows column by column, or (the staged kernels) the same kernel does, once every block
+// has written its own. All in a fixed order, with no atomics: the result depends on the grid
+// size only, never on timing (deterministic).
 #pragma once
 #include <cstdint>
 
 #include "kernels/common/compat.h"
 #include "kernels/common/dtypes.h"
 #include "kernels/common/launch.h"
+#include "kernels/common/reduce.h"
 
 namespace kbench {
 
@@ -178,6 +180,53 @@ __global__ void __launch_bounds__(kFinalizeThreads)
       for (int g = 0; g < groups; ++g) total += group_sums[(g * block_cols + c) * kCols + i];
       out[col + i] = from_float<T>(total);
     }
+  }
+}
+
+// finalize_partial_rows inside the kernel that wrote the partial rows, once every block has
+// written them (staged_rows.cuh's finalizes_in_kernel, after grid_wait_all): block b of the grid
+// adds up its share of the 16-byte column groups (cols % 4 == 0, partials 16-byte aligned),
+// out0's and then out1's, each over the num_partials rows. Up to kInBlockSplits threads per
+// column group split the rows, their sums meet in `scratch` (blockDim.x float4) and are added
+// in a fixed order (deterministic).
+constexpr int kInBlockSplits = 16;
+template <int kOutputs, class T>
+__device__ __forceinline__ void finalize_partial_rows_in_block(const float* partials, int64_t num_partials,
+                                                               int64_t cols, T* out0, T* out1,
+                                                               float4* scratch) {
+  const int64_t quads = cols / 4;
+  const int64_t per_block = ceil_div(quads, gridDim.x);
+  const int64_t begin = blockIdx.x * per_block;
+  const int64_t block_quads = begin >= quads ? 0 : per_block < quads - begin ? per_block : quads - begin;
+  const int64_t items = kOutputs * block_quads;
+  const int threads = static_cast<int>(blockDim.x);
+  for (int64_t base = 0; base < items; base += threads) {
+    const int n = static_cast<int>(items - base < threads ? items - base : threads);
+    int splits = 1;
+    while (splits < kInBlockSplits && 2 * splits * n <= threads && splits < num_partials) splits *= 2;
+    const int item = static_cast<int>(threadIdx.x) % n;
+    const int split = static_cast<int>(threadIdx.x) / n;
+    const int64_t i = base + item;
+    const int out = kOutputs == 2 && i >= block_quads ? 1 : 0;
+    const int64_t quad = begin + (i - out * block_quads);
+    if (split < splits) {
+      const float4* column = reinterpret_cast<const float4*>(partials + out * num_partials * cols) + quad;
+      float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+      for (int64_t r = split; r < num_partials; r += splits) add_to(s, column[r * quads]);
+      scratch[split * n + item] = s;
+    }
+    __syncthreads();
+    if (split == 0) {
+      float4 total = scratch[item];
+      for (int q = 1; q < splits; ++q) add_to(total, scratch[q * n + item]);
+      T* const o = (out == 0 ? out0 : out1) + quad * 4;
+      o[0] = from_float<T>(total.x);
+      o[1] = from_float<T>(total.y);
+      o[2] = from_float<T>(total.z);
+      o[3] = from_float<T>(total.w);
+    }
+    __syncthreads();  // scratch is free again
   }
 }
 

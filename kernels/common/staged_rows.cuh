@@ -71,8 +71,9 @@
 // other blocks before it waits for row j's, so the exchange overlaps the next row's arithmetic
 // (KBENCH_PIPELINE_ROWS). At the end of a backward
 // the teams fold their column gradients together and each block writes one fp32 partial row (its
-// slice, in a cluster) per gradient to the workspace; finalize_partial_rows (partials.h) adds them,
-// deterministic. One block per SM keeps those partial rows few: 132 N-wide rows on an H100, against
+// slice, in a cluster) per gradient to the workspace; once every block has (a grid barrier), each
+// block adds up its share of the columns (finalize_partial_rows_in_block, partials.h;
+// finalizes_in_kernel says where a finalize kernel does instead), deterministic. One block per SM keeps those partial rows few: 132 N-wide rows on an H100, against
 // 264-528 with smaller blocks, which measured 3-5 points of the copy ceiling lower; where each
 // block has few rows (so the partial rows are a larger part of the traffic), pairs of blocks
 // launched as a cluster fold theirs into one (fold_cluster, launch_folded): 66.
@@ -285,6 +286,31 @@ __device__ __forceinline__ void fold_cluster(float (&acc)[kPacks][kAcc], float4*
   }
 }
 
+// Does a backward's staged kernel sum its own partial rows (column gradients) or totals, once
+// every block has written its own (grid_arrive / grid_wait_all: all blocks resident at once, as
+// for grid rows), rather than leave them to a finalize kernel (partials.h, finish_totals)? That
+// kernel, launched to overlap the main one's end, still cost 4-6 us a call on the H200: without
+// it (dw left unsummed, timing only) layernorm_bwd read 89.7 / 85.2 / 82.8% of the copy ceiling
+// at 1K / 16K / 64K bf16 against 83.5 / 79.3 / 75.3, rmsnorm_bwd 94.6 against 86.6 at 1K. In the
+// kernel the sum still waits for the last block and a few L2 round trips: same run, H200,
+// layernorm_bwd +1.4 to +4.2 at every N (78.8 against 74.6 at 64K), rmsnorm_bwd +0 to +3.1,
+// polynorm_bwd -0.5 to +1.8 (kernels/rmsnorm/NOTES.md, fifteenth session).
+// KBENCH_INKERNEL_FINALIZE: 1 (the default) every backward but the three-tensor ones
+// (fused_add_rmsnorm_bwd, fused_mul_polynorm_bwd) in rows over several blocks, which measured
+// 1-3 points slower so at 32K / 64K; 0 never, 2 always (knobs for scripts/ab-flags.sh).
+#ifndef KBENCH_INKERNEL_FINALIZE
+#define KBENCH_INKERNEL_FINALIZE 1
+#endif
+template <class Op, int kCluster>
+__host__ __device__ constexpr bool finalizes_in_kernel() {
+  if constexpr (Op::kColGrads == 0 && !has_row_totals<Op>) {
+    return false;  // a forward
+  } else {
+    return KBENCH_INKERNEL_FINALIZE == 2 ||
+           (KBENCH_INKERNEL_FINALIZE == 1 && (Op::kStaged < 3 || kCluster == 1));
+  }
+}
+
 // kFold > 1 (backwards whose rows fit one block, kCluster = 1): launched in clusters of kFold
 // blocks that share one partial row per column gradient (fold_cluster). kGridRows (kCluster >
 // 1): the kCluster blocks of a row are consecutive plain blocks, not a hardware cluster, and
@@ -304,6 +330,7 @@ __global__ void __launch_bounds__(kBlock, 1)
   static_assert(kFold == 1 || (kCluster == 1 && Op::kColGrads > 0));
   static_assert(!kGridRows || (kCluster > 1 && kTeams <= kGridMaxTeams));
   constexpr bool kHardwareCluster = kCluster > 1 && !kGridRows;
+  constexpr bool kFinalizeHere = finalizes_in_kernel<Op, kCluster>();
   extern __shared__ int4 stages[];  // [kStages][S][kPacks][kBlock]
   __shared__ Sums scratch[2][kBlock / kWarpSize];
   // Pipelined rows (KBENCH_PIPELINE_ROWS, staged_config.h): in a cluster, a row's sum is sent
@@ -603,6 +630,15 @@ __global__ void __launch_bounds__(kBlock, 1)
       }
     }
   }
+  if constexpr (Op::kColGrads > 0 && kFinalizeHere) {
+    // Every block's partial rows, then this block's columns of their sum (the stages: scratch).
+    constexpr int kGroup = kCluster > 1 ? kCluster : kFold;
+    grid_arrive(grid);
+    grid_wait_all(grid);
+    finalize_partial_rows_in_block<Op::kColGrads>(partials, gridDim.x / kGroup, p.cols, Op::col_grad(p, 0),
+                                                  Op::col_grad(p, Op::kColGrads - 1),
+                                                  reinterpret_cast<float4*>(stages));
+  }
   if constexpr (has_row_totals<Op>) {
     // The teams' totals in a fixed order; rank 0 writes the cluster's (every rank's teams saw
     // the same rows and bitwise the same sums).
@@ -612,6 +648,19 @@ __global__ void __launch_bounds__(kBlock, 1)
     if (threadIdx.x == 0 && rank == 0) {
       for (int t = 1; t < kTeams; ++t) add_to(totals, team_totals[t]);
       reinterpret_cast<float4*>(partials)[cluster] = totals;
+    }
+    if constexpr (kFinalizeHere) {
+      // Block 0 adds every cluster's totals (a fixed order) once all have written theirs.
+      grid_arrive(grid);
+      if (blockIdx.x == 0) {
+        grid_wait_all(grid);
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int64_t c = threadIdx.x; c < clusters; c += kBlock) {
+          add_to(sum, reinterpret_cast<const float4*>(partials)[c]);
+        }
+        sum = team_reduce_sum_plain<kBlock, 0>(sum, reinterpret_cast<float4*>(stages));
+        if (threadIdx.x == 0) Op::write_totals(p, sum);
+      }
     }
   }
   (void)partials;  // forwards have none
@@ -665,6 +714,13 @@ bool forward_rows_for_staged(int64_t packs) {
          packs > kMaxRegisterRowPacks;
 }
 
+// The GridSums of a launch that is not grid rows (whose kernels take grid_sums_for_launch's):
+// slots and an epoch where the kernel sums its own partial rows (grid_arrive), else none.
+template <class Op, int kCluster>
+GridSums sums_for_launch() {
+  return finalizes_in_kernel<Op, kCluster>() ? grid_sums_for_launch() : GridSums{};
+}
+
 // Backwards whose rows fit one block: clusters of KBENCH_FOLD_PARTIALS blocks (1: none, a knob
 // for scripts/ab-flags.sh) that fold their column gradients into one partial row
 // (fold_cluster), where each of the `blocks` takes at most kFoldMaxRows rows and such clusters
@@ -680,11 +736,11 @@ bool forward_rows_for_staged(int64_t packs) {
 #define KBENCH_FOLD_PARTIALS 2
 #endif
 template <class Op, class C, int kStages>
-bool launch_folded(const typename Op::Params& p, float* partials, int64_t blocks,
+bool launch_folded(const typename Op::Params& p, float* partials, const GridSums& grid, int64_t blocks,
                    const DeviceLimits& limits, gpuStream_t stream, int64_t& partial_rows) {
   constexpr int kFold = KBENCH_FOLD_PARTIALS;
   if constexpr (kFold == 1 || Op::kColGrads == 0 || !KBENCH_HAS_CLUSTERS || C::kPacks % kFold != 0) {
-    (void)p, (void)partials, (void)blocks, (void)limits, (void)stream, (void)partial_rows;
+    (void)p, (void)partials, (void)grid, (void)blocks, (void)limits, (void)stream, (void)partial_rows;
     return false;
   } else {
     constexpr int64_t kFoldMaxRows = 32;
@@ -700,7 +756,7 @@ bool launch_folded(const typename Op::Params& p, float* partials, int64_t blocks
     if ((resident + 1) * kFold <= blocks) return false;  // kFold or more SMs would idle
     partial_rows = std::min(ceil_div(blocks, kFold), resident);
     launch_in_clusters(kernel, static_cast<int>(partial_rows * kFold), kBlock, kShared, stream,
-                       kFold, p, partials, GridSums{});
+                       kFold, p, partials, grid);
     return true;
   }
 }
@@ -728,6 +784,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const gpuStream_t stream = stream_of(a);
   float* partials = static_cast<float*>(a.workspace);
   int64_t clusters = 0;
+  bool finalized = false;  // by the kernel itself (finalizes_in_kernel)
   // Rows over several blocks: hardware clusters or grid rows (row_groups_of).
   const bool multi_block_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
   const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(),
@@ -737,6 +794,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
     constexpr int kStages = stages_of(Op::kStaged, C::kPacks);
     constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();
     if (kShared > limits.shared_bytes) return;
+    finalized = finalizes_in_kernel<Op, C::kCluster>();
     const int64_t per_sm = std::max(a.sm_count, 1);
     const int64_t row_groups = ceil_div(p.rows, kBlock / C::kTeam);  // a block's teams take a group
     if constexpr (C::kCluster == 1) {
@@ -744,9 +802,10 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
       static std::atomic<uint64_t> opted_in{0};  // one per configuration (and Op)
       allow_shared_bytes(reinterpret_cast<const void*>(kernel), kShared, opted_in);
       const int64_t blocks = std::min(row_groups, per_sm);
-      if (!launch_folded<Op, C, kStages>(p, partials, blocks, limits, stream, clusters)) {
+      const GridSums grid = sums_for_launch<Op, 1>();
+      if (!launch_folded<Op, C, kStages>(p, partials, grid, blocks, limits, stream, clusters)) {
         clusters = blocks;
-        kernel<<<static_cast<int>(clusters), kBlock, kShared, stream>>>(p, partials, GridSums{});
+        kernel<<<static_cast<int>(clusters), kBlock, kShared, stream>>>(p, partials, grid);
         KB_GPU_CHECK_LAUNCH();
       }
     } else {
@@ -783,17 +842,20 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
         }
       } else if constexpr (kMayCluster) {
         auto* kernel = staged_rows_kernel<Op, C, kStages>;
-        launch_in_clusters(kernel, blocks, kBlock, kShared, stream, C::kCluster, p, partials, GridSums{});
+        launch_in_clusters(kernel, blocks, kBlock, kShared, stream, C::kCluster, p, partials,
+                           sums_for_launch<Op, C::kCluster>());
       }
     }
   });
   if (!launched || clusters == 0) return false;
   if constexpr (Op::kColGrads > 0) {
-    launch_finalize_partial_rows<Op::kColGrads>(stream, partials, clusters, p.cols, Op::col_grad(p, 0),
-                                                Op::col_grad(p, Op::kColGrads - 1), limits.clusters);
+    if (!finalized) {
+      launch_finalize_partial_rows<Op::kColGrads>(stream, partials, clusters, p.cols, Op::col_grad(p, 0),
+                                                  Op::col_grad(p, Op::kColGrads - 1), limits.clusters);
+    }
   }
   if constexpr (has_row_totals<Op>) {
-    Op::finish_totals(p, static_cast<const float4*>(a.workspace), clusters, stream, limits.clusters);
+    if (!finalized) Op::finish_totals(p, static_cast<const float4*>(a.workspace), clusters, stream, limits.clusters);
   }
   return true;
 }

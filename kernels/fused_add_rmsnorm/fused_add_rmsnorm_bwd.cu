@@ -16,6 +16,8 @@
 //                         one fp32 partial row per block, a finalize kernel.
 //   v3_vec16_staged       rmsnorm_bwd's v3 with dh added: dy, h and dh staged in shared
 //                         memory, the next row in flight; a cluster per row past 16384 bf16.
+//                         The partial dw rows are summed at the end of the kernel where a
+//                         block holds a row, by the finalize kernel for rows over clusters.
 #include <algorithm>
 #include <cstdint>
 

@@ -22,9 +22,10 @@
 //                         (kernels/common/staged_rows.cuh), the next rows in flight while
 //                         this one computes; one block per SM, rows of up to 131072 bf16 in
 //                         clusters. The seven row sums (v2's six and sum of G) in one
-//                         reduction; dw and db as one float4 per cluster, summed by a
-//                         finalize kernel launched to overlap the main one. Unaligned rows go
-//                         to v2's kernels.
+//                         reduction; dw and db as one float4 per cluster, summed by block 0
+//                         after a grid barrier at the end of the kernel where a block holds a
+//                         row, else by a finalize kernel launched to overlap the main one.
+//                         Unaligned rows go to v2's kernels.
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {

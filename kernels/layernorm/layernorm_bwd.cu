@@ -38,7 +38,8 @@
 //                         whose sums meet in global memory (grid rows; clusters of 8 for
 //                         32769-49152 and past 65536), w as floats in shared memory there;
 //                         dw and db in fp32 registers, one partial row pair per block (per
-//                         group of blocks for wider rows). One round of row sums
+//                         group of blocks for wider rows), summed at the end of the same
+//                         kernel after a grid barrier. One round of row sums
 //                         (x, g, x^2, g * x) where the variance allows (one_pass_variance.h),
 //                         else v2's two. Unaligned rows: v2.
 #include <algorithm>
@@ -725,7 +726,7 @@ struct LayernormBwdStaged {
     store_vec(p.dx + row * p.cols + col,
               kbench::pack_dx(in[0], in[1], w, s.coefs, acc, acc + Vec16<T>::kSize));
   }
-  static T* col_grad(const Params& p, int g) { return g == 0 ? p.dw : p.db; }
+  __host__ __device__ static T* col_grad(const Params& p, int g) { return g == 0 ? p.dw : p.db; }
 };
 
 size_t v3_workspace(const Shape& s, DType dtype, int sm_count) {

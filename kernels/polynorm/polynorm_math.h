@@ -1141,6 +1141,13 @@ struct PolynormBwdStaged {
   __device__ static float4 row_total(const Stats& s) {
     return make_float4(s.row.dw0, s.row.dw1, s.row.dw2, s.sum_g);
   }
+  // The same inside the kernel (staged_rows.cuh's finalizes_in_kernel): the sum of the totals.
+  __device__ static void write_totals(const Params& p, float4 total) {
+    p.dw[0] = total.x;
+    p.dw[1] = total.y;
+    p.dw[2] = total.z;
+    p.db[0] = total.w;
+  }
   static void finish_totals(const Params& p, const float4* totals, int64_t count, gpuStream_t stream,
                             bool overlap) {
     launch_bwd_finalize(p, totals, count, stream, overlap);

@@ -27,8 +27,9 @@
 //                         columns. One 512-thread block per SM, teams of 32-512 threads per
 //                         row up to 16384 bf16, beyond that a cluster of 2-8 blocks per row
 //                         (row sums through distributed shared memory, sm_90). One partial dw
-//                         row per block (or cluster), the same finalize. Unaligned rows and
-//                         GPUs without room for it: v2's kernels.
+//                         row per block (or cluster), summed at the end of the same kernel
+//                         (after a grid barrier, each block its share of the columns).
+//                         Unaligned rows and GPUs without room for it: v2's kernels.
 // All versions' kernels live in rmsnorm_bwd_rows.cuh (fused_add_rmsnorm_bwd shares them).
 #include "harness/registry.h"
 #include "kernels/common/dtypes.h"

@@ -482,7 +482,7 @@ struct RmsnormBwdStaged {
               rmsnorm_bwd_rows::pack_dx<kAddGrad>(in[0], in[1], w, in[kStaged - 1], s.rstd,
                                                   s.mean_gxhat, acc));
   }
-  static T* col_grad(const Params& p, int) { return p.dw; }
+  __host__ __device__ static T* col_grad(const Params& p, int) { return p.dw; }
 };
 
 
