@@ -64,19 +64,32 @@ inline GridSums grid_sums_for_launch() {
 template <class V>
 inline constexpr int kFloatsOf = static_cast<int>(sizeof(V) / sizeof(float));
 
+// A 64-bit word written and read whole at GPU scope: relaxed, or (kOrdered) a release store /
+// an acquire load, which also order the thread's (and, after a block barrier, its block's)
+// other accesses around it (grid_arrive / grid_wait_all).
+template <bool kOrdered = false>
 __device__ __forceinline__ void store_word(uint64_t* p, uint64_t word) {
 #if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
-  __atomic_store_n(p, word, __ATOMIC_RELAXED);
+  __atomic_store_n(p, word, kOrdered ? __ATOMIC_RELEASE : __ATOMIC_RELAXED);
 #else
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(word) : "memory");
+  if constexpr (kOrdered) {
+    asm volatile("st.release.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(word) : "memory");
+  } else {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(word) : "memory");
+  }
 #endif
 }
+template <bool kOrdered = false>
 __device__ __forceinline__ uint64_t load_word(const uint64_t* p) {
 #if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
-  return __atomic_load_n(p, __ATOMIC_RELAXED);
+  return __atomic_load_n(p, kOrdered ? __ATOMIC_ACQUIRE : __ATOMIC_RELAXED);
 #else
   uint64_t word;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(word) : "l"(p) : "memory");
+  if constexpr (kOrdered) {
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(word) : "l"(p) : "memory");
+  } else {
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(word) : "l"(p) : "memory");
+  }
   return word;
 #endif
 }
@@ -165,32 +178,16 @@ __device__ __forceinline__ V grid_wait_sum(const GridSums& g, int group_team, ui
 // all of it. A block's word holds the epoch of the last launch that arrived there: a word of an
 // earlier launch never holds this one's, so nothing is reset. Release and acquire at GPU scope,
 // with the block's barriers around them, order every thread's writes before the reads.
-__device__ __forceinline__ void store_word_release(uint64_t* p, uint64_t word) {
-#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
-  __atomic_store_n(p, word, __ATOMIC_RELEASE);
-#else
-  asm volatile("st.release.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(word) : "memory");
-#endif
-}
-__device__ __forceinline__ uint64_t load_word_acquire(const uint64_t* p) {
-#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-#else
-  uint64_t word;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(word) : "l"(p) : "memory");
-  return word;
-#endif
-}
 
 __device__ __forceinline__ void grid_arrive(const GridSums& g) {
   __syncthreads();  // every thread's writes before thread 0's release
-  if (threadIdx.x == 0) store_word_release(g.slots + kGridSlotWords + blockIdx.x, g.epoch);
+  if (threadIdx.x == 0) store_word<true>(g.slots + kGridSlotWords + blockIdx.x, g.epoch);
 }
 
 __device__ __forceinline__ void grid_wait_all(const GridSums& g) {
   const uint64_t* const arrived = g.slots + kGridSlotWords;
   for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
-    for (uint32_t polls = 0; load_word_acquire(arrived + b) != g.epoch; ++polls) {
+    for (uint32_t polls = 0; load_word<true>(arrived + b) != g.epoch; ++polls) {
       if (polls == kMaxPolls) trap_kernel();
     }
   }
