@@ -172,7 +172,14 @@ void with_fitted_packs(int64_t packs, F&& f) {
 // 61% of 16 blocks' slots: 70.5% of the copy ceiling against 74.0 in clusters of 8 blocks of
 // two 256-thread teams).
 constexpr int kWideTeam = 128;
-constexpr int kWideMaxBlocks = 16;
+// At most 16 blocks (a knob for scripts/ab-flags.sh): with 8, 65536 bf16 goes to two 256-thread
+// teams per block over 8 blocks instead, 15 partial rows instead of 8. Same run, H200, bf16,
+// three repetitions, with the in-kernel finalize: 76.8-77.6% of the copy ceiling at 512x65536
+// against 79.0-79.6.
+#ifndef KBENCH_WIDE_MAX_BLOCKS
+#define KBENCH_WIDE_MAX_BLOCKS 16
+#endif
+constexpr int kWideMaxBlocks = KBENCH_WIDE_MAX_BLOCKS;
 template <int kPacks, int kBlocks = 2, class F>
 bool with_wide_rows(int64_t packs, F&& f) {
   constexpr int64_t kSlots = int64_t{kBlocks} * kWideTeam * kPacks;
