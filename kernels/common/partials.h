@@ -191,26 +191,30 @@ __global__ void __launch_bounds__(kFinalizeThreads)
 // in a fixed order (deterministic).
 constexpr int kInBlockSplits = 16;
 template <int kOutputs, class T>
-__device__ __forceinline__ void finalize_partial_rows_in_block(const float* partials, int64_t num_partials,
-                                                               int64_t cols, T* out0, T* out1,
-                                                               float4* scratch) {
+__device__ __forceinline__ void finalize_partial_rows_in_block(const float* partials,
+                                                               int64_t num_partials, int64_t cols,
+                                                               T* out0, T* out1, float4* scratch) {
   const int64_t quads = cols / 4;
   const int64_t per_block = ceil_div(quads, gridDim.x);
   const int64_t begin = blockIdx.x * per_block;
-  const int64_t block_quads = begin >= quads ? 0 : per_block < quads - begin ? per_block : quads - begin;
+  const int64_t left = quads - begin;  // from this block's first column group on
+  const int64_t block_quads = left <= 0 ? 0 : per_block < left ? per_block : left;
   const int64_t items = kOutputs * block_quads;
   const int threads = static_cast<int>(blockDim.x);
   for (int64_t base = 0; base < items; base += threads) {
     const int n = static_cast<int>(items - base < threads ? items - base : threads);
     int splits = 1;
-    while (splits < kInBlockSplits && 2 * splits * n <= threads && splits < num_partials) splits *= 2;
+    while (splits < kInBlockSplits && 2 * splits * n <= threads && splits < num_partials) {
+      splits *= 2;
+    }
     const int item = static_cast<int>(threadIdx.x) % n;
     const int split = static_cast<int>(threadIdx.x) / n;
     const int64_t i = base + item;
     const int out = kOutputs == 2 && i >= block_quads ? 1 : 0;
     const int64_t quad = begin + (i - out * block_quads);
     if (split < splits) {
-      const float4* column = reinterpret_cast<const float4*>(partials + out * num_partials * cols) + quad;
+      const float4* column =
+          reinterpret_cast<const float4*>(partials + out * num_partials * cols) + quad;
       float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 8
       for (int64_t r = split; r < num_partials; r += splits) add_to(s, column[r * quads]);

@@ -53,6 +53,8 @@
 //                                               dw and db: scalar gradients); with it
 //   finish_totals(p, totals, count, stream, overlap)  host: adds the kernel's `count` float4
 //                                               partial totals (one per cluster) into the outputs
+//   write_totals(p, total)                      device: the outputs from the totals' sum, where
+//                                               the kernel adds them itself (finalizes_in_kernel)
 //
 // Layout: one 512-thread block per SM (a persistent grid). A team of kTeam threads (a warp up to
 // the whole block) owns one row at a time, so a block works on 16 to 1 rows at once; rows wider
@@ -73,8 +75,9 @@
 // the teams fold their column gradients together and each block writes one fp32 partial row (its
 // slice, in a cluster) per gradient to the workspace; once every block has (a grid barrier), each
 // block adds up its share of the columns (finalize_partial_rows_in_block, partials.h;
-// finalizes_in_kernel says where a finalize kernel does instead), deterministic. One block per SM keeps those partial rows few: 132 N-wide rows on an H100, against
-// 264-528 with smaller blocks, which measured 3-5 points of the copy ceiling lower; where each
+// finalizes_in_kernel says where a finalize kernel does instead), deterministic. One block per
+// SM keeps those partial rows few: 132 N-wide rows on an H100, against 264-528 with smaller
+// blocks, which measured 3-5 points of the copy ceiling lower; where each
 // block has few rows (so the partial rows are a larger part of the traffic), pairs of blocks
 // launched as a cluster fold theirs into one (fold_cluster, launch_folded): 66.
 //
@@ -635,8 +638,8 @@ __global__ void __launch_bounds__(kBlock, 1)
     constexpr int kGroup = kCluster > 1 ? kCluster : kFold;
     grid_arrive(grid);
     grid_wait_all(grid);
-    finalize_partial_rows_in_block<Op::kColGrads>(partials, gridDim.x / kGroup, p.cols, Op::col_grad(p, 0),
-                                                  Op::col_grad(p, Op::kColGrads - 1),
+    finalize_partial_rows_in_block<Op::kColGrads>(partials, gridDim.x / kGroup, p.cols,
+                                                  Op::col_grad(p, 0), Op::col_grad(p, Op::kColGrads - 1),
                                                   reinterpret_cast<float4*>(stages));
   }
   if constexpr (has_row_totals<Op>) {
@@ -855,7 +858,9 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
     }
   }
   if constexpr (has_row_totals<Op>) {
-    if (!finalized) Op::finish_totals(p, static_cast<const float4*>(a.workspace), clusters, stream, limits.clusters);
+    if (!finalized) {
+      Op::finish_totals(p, static_cast<const float4*>(a.workspace), clusters, stream, limits.clusters);
+    }
   }
   return true;
 }
