@@ -90,14 +90,27 @@ constexpr int kMaxBlocksPerSm = 1;            // bounds a backward's partial row
 #endif
 constexpr int64_t kGridRowsMaxBlocks = 1024;  // grid_sums.h's slots hold this many
 
+// Rows one block holds: up to KBENCH_ONE_BLOCK_STAGES stages (a knob for scripts/ab-flags.sh),
+// so stages of 32-40 KB (one staged tensor at 4 or 5 packs) are 5 or 6 deep, not 4; an op may
+// opt out (staged_rows.cuh's one_block_stages). Same run, bf16, % of the copy ceiling, two
+// repetitions, 6 against 4: H200 rmsnorm 95.6 / 95.8 against 93.7 / 93.5 at 32768x1024,
+// layernorm +1 to +2 at 1K-4K, -0.5 to +0.4 at 5120-16K; H100 rmsnorm +1.8 at 1K and +2.4 at
+// 65536x512, layernorm +1.1 and +2.2 there, -0.6 to +0.6 elsewhere; polynorm -3.4 at 65536x512
+// on the H100 (so it opts out), +-0.4 at 1K on both.
+#ifndef KBENCH_ONE_BLOCK_STAGES
+#define KBENCH_ONE_BLOCK_STAGES 6
+#endif
+constexpr int kOneBlockMaxStages = KBENCH_ONE_BLOCK_STAGES;
+
 // Shared memory of one stage (one row per team) of `staged` tensors, `packs` per thread.
 constexpr size_t stage_bytes(int staged, int packs) {
   return static_cast<size_t>(staged) * packs * kBlock * kPackBytes;
 }
 
-// As many stages as fit the budget, never fewer than 2 (this row and the next).
-constexpr int stages_of(int staged, int packs) {
-  int stages = kMaxStages;
+// As many stages as fit the budget, never fewer than 2 (this row and the next), at most `most`
+// (kMaxStages; kOneBlockMaxStages for rows one block holds, where the op takes it).
+constexpr int stages_of(int staged, int packs, int most = kMaxStages) {
+  int stages = most;
   while (stages > 2 && stages * stage_bytes(staged, packs) > kSharedBudget) --stages;
   return stages;
 }
@@ -194,9 +207,16 @@ bool with_wide_rows(int64_t packs, F&& f) {
   }
 }
 
+// kFullRowsKeepPacks (fused_mul_polynorm_bwd): rows that fill 7/8 or more of 8 blocks of
+// kClusterTeam threads at kPacks keep kPacks (2 stages, so hardware clusters, not pipelined)
+// rather than take kClusterPacks. Same run, bf16, % of the copy ceiling, 4 packs against 2:
+// fused_mul_polynorm_bwd at 1024x32768 H200 82.0-82.3 against 78.8-79.4, H100 87.5-88.7
+// against 86.5, at 1170x28672 (7/8) H100 87.5-87.6 against 84.3-84.5; but at 1280x25600 (78%)
+// H200 59.5-59.6 against 64.9-65.3, H100 78.8-78.9 against 79.5-79.6; fused_add_rmsnorm_bwd (a
+// cluster team of 256, so 4 blocks) at 32768 H100 83.9-84.4 against 87.4-87.5.
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
-          bool kWide = false, class F>
+          bool kWide = false, bool kFullRowsKeepPacks = false, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -223,11 +243,13 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   if constexpr (kClusterPacks != kPacks) {
     // Fewer packs per thread over 8 blocks, so more stages, where the row fills more than 3/4
     // of them (staged_rows.cuh's kClusterPacks). Rows that fill less keep kPacks: their
-    // stages would carry too few bytes.
+    // stages would carry too few bytes. So do full rows where kFullRowsKeepPacks.
     constexpr int kCP = kClusterPacks;
+    constexpr int64_t kTeamSlots = int64_t{8} * kTeam * kPacks;
+    const bool keeps = kFullRowsKeepPacks && packs <= kTeamSlots && 8 * packs >= 7 * kTeamSlots;
     const auto fills = [packs](int64_t slots) { return packs <= slots && 4 * packs > 3 * slots; };
-    if (fills(8 * 256 * kCP)) return f(StagedConfig<256, 8, kCP>{}), true;
-    if (fills(8 * kBlock * kCP)) return f(StagedConfig<kBlock, 8, kCP>{}), true;
+    if (!keeps && fills(8 * 256 * kCP)) return f(StagedConfig<256, 8, kCP>{}), true;
+    if (!keeps && fills(8 * kBlock * kCP)) return f(StagedConfig<kBlock, 8, kCP>{}), true;
   }
   if (packs <= 2 * kTeam * kPacks) return f(StagedConfig<kTeam, 2, kPacks>{}), true;
   if (packs <= 4 * kTeam * kPacks) return f(StagedConfig<kTeam, 4, kPacks>{}), true;

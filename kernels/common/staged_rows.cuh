@@ -49,6 +49,10 @@
 //   kClusterPacks  (optional)                   packs per thread for rows over 8 blocks that
 //                                               fill more than 3/4 of them (the three-tensor
 //                                               backwards: 2, so 4 stages fit, not 2)
+//   kFullRowsKeepPacks  (optional)              true: rows that fill 7/8 or more of 8 blocks at
+//                                               kPacks keep them, not kClusterPacks
+//   kOneBlockStages  (optional)                 at most this many stages for rows one block
+//                                               holds, if not kOneBlockMaxStages (staged_config.h)
 //   row_total(stats)  (optional)                a float4 per row summed over all rows (polynorm's
 //                                               dw and db: scalar gradients); with it
 //   finish_totals(p, totals, count, stream, overlap)  host: adds the kernel's `count` float4
@@ -82,8 +86,9 @@
 // launched as a cluster fold theirs into one (fold_cluster, launch_folded): 66.
 //
 // Shared memory per block: kStages x kStaged tensors x kPacks x 512 threads x 16 bytes, kStages
-// as many as fit 200 KB (at most 4): at 4 packs, 4 stages of one tensor, 3 of two (192 KB), 2
-// of three; at 8 packs, 3 of one. Rows that fill at most 3/4 of their team's packs take fewer
+// as many as fit 200 KB (at most 4; 6 for rows one block holds, kOneBlockMaxStages): at 4
+// packs, 6 stages of one tensor (4 over several blocks), 3 of two (192 KB), 2 of three; at 8
+// packs, 3 of one. Rows that fill at most 3/4 of their team's packs take fewer
 // packs per thread (staged_config.h's with_fitted_packs: 5120 bf16 at 5 of 8 or 3 of 4, or,
 // one staged tensor at 4, 5 on half the team), so smaller stages and more of them; so do rows
 // over 8 blocks of ops with kClusterPacks (three staged tensors at 2 packs: 4 stages). Ops
@@ -160,6 +165,28 @@ constexpr int cluster_packs() {
     return Op::kClusterPacks;
   } else {
     return Op::kPacks;
+  }
+}
+
+// At most how many stages for rows one block holds: Op::kOneBlockStages where the op has one,
+// else kOneBlockMaxStages (staged_config.h).
+template <class Op>
+constexpr int one_block_stages() {
+  if constexpr (requires { Op::kOneBlockStages; }) {
+    return Op::kOneBlockStages;
+  } else {
+    return kOneBlockMaxStages;
+  }
+}
+
+// Do Op's rows that fill 7/8 or more of 8 blocks at kPacks keep them (with_staged_config's
+// kFullRowsKeepPacks)? Op::kFullRowsKeepPacks where it has one.
+template <class Op>
+constexpr bool full_rows_keep_packs() {
+  if constexpr (requires { Op::kFullRowsKeepPacks; }) {
+    return Op::kFullRowsKeepPacks;
+  } else {
+    return false;
   }
 }
 
@@ -791,10 +818,11 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   // Rows over several blocks: hardware clusters or grid rows (row_groups_of).
   const bool multi_block_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
   const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(),
-                                           cluster_packs<Op>(), half_teams<Op>(), takes_wide_rows<Op>()>(
+                                           cluster_packs<Op>(), half_teams<Op>(), takes_wide_rows<Op>(),
+                                           full_rows_keep_packs<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
-    constexpr int kStages = stages_of(Op::kStaged, C::kPacks);
+    constexpr int kStages = stages_of(Op::kStaged, C::kPacks, C::kCluster > 1 ? kMaxStages : one_block_stages<Op>());
     constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();
     if (kShared > limits.shared_bytes) return;
     finalized = finalizes_in_kernel<Op, C::kCluster>();

@@ -21,7 +21,8 @@
 //   v3_vec16_staged       dy, x, m staged in shared memory through a ring of async copies
 //                         (kernels/common/staged_rows.cuh), the next rows in flight while
 //                         this one computes; one block per SM, rows of up to 131072 bf16 in
-//                         clusters. The seven row sums (v2's six and sum of G) in one
+//                         clusters (2 packs per thread over 8 blocks, so 4 stages, but rows of
+//                         28672-32768 bf16 at 4). The seven row sums (v2's six and sum of G) in one
 //                         reduction; dw and db as one float4 per cluster, summed by block 0
 //                         after a grid barrier at the end of the kernel where a block holds a
 //                         row, else by a finalize kernel launched to overlap the main one.

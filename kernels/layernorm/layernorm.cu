@@ -30,8 +30,9 @@
 //   v4_vec16_staged x staged in shared memory by async copies, the next rows in flight while
 //                   this one is summed and written (kernels/common/staged_rows.cuh, as
 //                   rmsnorm's v5_vec16_staged); w and b held in registers. One round of sums
-//                   (x, x^2) per row, a second only where it would lose digits
-//                   (one_pass_variance.h). Clusters past 16384 bf16.
+//                   (x, x^2) per row, means as sum * (1/N), a second round only where it
+//                   would lose digits (one_pass_variance.h). Rows one block holds 6 stages
+//                   deep (32 KB each); clusters past 16384 bf16.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -60,14 +61,19 @@ struct FwdParams {
   int64_t rows;
   int64_t cols;
   float eps;
+  float inv_cols;  // 1 / cols, rounded on the host (v4's row means)
 };
 
 template <class T>
 FwdParams<T> fwd_params(const LaunchArgs& a) {
-  return FwdParams<T>{static_cast<const T*>(a.inputs[0]), static_cast<const T*>(a.inputs[1]),
-                      static_cast<const T*>(a.inputs[2]), static_cast<T*>(a.outputs[0]),
-                      a.shape.m,                          a.shape.n,
-                      a.eps};
+  return FwdParams<T>{static_cast<const T*>(a.inputs[0]),
+                      static_cast<const T*>(a.inputs[1]),
+                      static_cast<const T*>(a.inputs[2]),
+                      static_cast<T*>(a.outputs[0]),
+                      a.shape.m,
+                      a.shape.n,
+                      a.eps,
+                      static_cast<float>(1.0 / static_cast<double>(a.shape.n))};
 }
 
 // 16-byte accesses are legal when every row of x and y, and w and b, start 16-byte aligned.
@@ -370,18 +376,33 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 // v4_vec16_staged: v2's arithmetic on rows staged in shared memory (staged_rows.cuh).
 // ---------------------------------------------------------------------------------------------
 
+// Packs per thread (a knob for scripts/ab-flags.sh): 4, or 8 as the other forwards of one staged
+// tensor (kForwardPacks), w and b then converted at each use (keep_packed: as floats they would
+// take 128 registers and spill). 8 halves the per-row work per element (64 elements a row per
+// thread, not 32) but measured 2-4.5 points of the copy ceiling slower on the H200 at 2K-16K
+// bf16 (same run: 86.9 / 86.9 against 90.5 / 89.8 at 8192x4096).
+#ifndef KBENCH_LAYERNORM_PACKS
+#define KBENCH_LAYERNORM_PACKS 4
+#endif
+// The row means as sum * (1/N rounded on the host), not sum / N (an IEEE division is ~10
+// instructions; as layernorm_bwd's row_mean). Same run, bf16, two repetitions: H200 +0.6 to
+// +3.4 at 4K, 5120 and 8K (87.6 / 88.6 against 85.2 / 85.2 at 8K), within 1 elsewhere; H100
+// +0.2 to +1.6 at 1K-16K, within 1 at 32K / 64K. 0: divisions (a knob).
+#ifndef KBENCH_LAYERNORM_FWD_RECIPROCAL
+#define KBENCH_LAYERNORM_FWD_RECIPROCAL 1
+#endif
 template <class T>
 struct LayernormFwdStaged {
   using Type = T;
   using Params = FwdParams<T>;
-  // w and b held, at 4 packs per thread: at 8 they spilled (ptxas), and reading b from L1 as
-  // each output pack is made instead measured 4-6 points of the copy ceiling slower (H100).
+  // w and b held in registers: reading b from L1 as each output pack is made measured 4-6
+  // points of the copy ceiling slower (H100).
   struct Held {
     Vec16<T> w, b;
   };
   using Sums = float2;
   static constexpr int kStaged = 1;  // x
-  static constexpr int kPacks = staged_rows::kPacks;
+  static constexpr int kPacks = KBENCH_LAYERNORM_PACKS;
   // Fitted packs: 5120 bf16 on a team of 128 at 5 packs per thread (staged_config.h's
   // kHalfTeams), every slot used. Same run, bf16, % of the copy ceiling, three repetitions: H100
   // 96.9 / 96.9 / 96.7 against 93.9 / 93.7 / 93.5 at 4 packs on 256 threads; H200 91.9 / 92.2 /
@@ -410,22 +431,33 @@ struct LayernormFwdStaged {
       add_sq_deviations<T, true>(sums, in[0], s.mean, Vec16<T>::kSize);
     }
   }
+  __device__ static float row_mean(float sum, const Params& p) {
+#if KBENCH_LAYERNORM_FWD_RECIPROCAL
+    return sum * p.inv_cols;
+#else
+    return sum / static_cast<float>(p.cols);
+#endif
+  }
   __device__ static void finish_round(int round, float2 total, Stats& s, const Params& p) {
-    const float n = static_cast<float>(p.cols);
     if (round == 0) {
-      s.mean = total.x / n;
-      const float var = fmaf(-s.mean, s.mean, total.y / n);
+      s.mean = row_mean(total.x, p);
+      const float var = fmaf(-s.mean, s.mean, row_mean(total.y, p));
       s.second_round = !one_pass_variance_ok<T>(s.mean, var);
       s.rstd = rsqrtf(fmaxf(var, 0.f) + p.eps);
     } else {
-      s.rstd = rsqrtf((total.x + total.y) / n + p.eps);
+      s.rstd = rsqrtf(row_mean(total.x + total.y, p) + p.eps);
     }
   }
   __device__ static bool needs_round(int, const Stats& s) { return s.second_round; }
   template <class Acc>
   __device__ static void store_out(const Params& p, int64_t row, int64_t col, const Vec16<T> (&in)[1],
                                    const Held& h, const Stats& s, Acc&) {
-    store_vec(p.y + row * p.cols + col, normalize(in[0], h.w, h.b, s.mean, s.rstd));
+    Vec16<T> w = h.w, b = h.b;
+    if constexpr (kPacks > 4) {
+      keep_packed(w);
+      keep_packed(b);
+    }
+    store_vec(p.y + row * p.cols + col, normalize(in[0], w, b, s.mean, s.rstd));
   }
   static T* col_grad(const Params&, int) { return nullptr; }
 };

@@ -680,6 +680,9 @@ struct PolynormFwdStaged {
   // of the copy ceiling in clusters of 4 on 120 SMs; fused_mul_polynorm at 1024x32768 92.7 / 92.3
   // against 91.6 / 91.1.
   static constexpr bool kGridRows = true;
+  // Rows one block holds at most 4 stages deep, not kOneBlockMaxStages (staged_config.h): H100,
+  // polynorm at 65536x512 bf16, 87.4-89.2% of the copy ceiling at 6 against 90.6-91.9 at 4.
+  static constexpr int kOneBlockStages = staged_rows::kMaxStages;
   static constexpr int kRounds = 1;
   static constexpr int kColGrads = 0;
   // The row's coefficients (kRowWeights), or its norms rsqrt(mean(x^2p) + eps) in c1..c3.
@@ -1093,6 +1096,11 @@ struct PolynormBwdStaged {
   // (61% of the slots filled) 69-71 against 75, so there it keeps 4. Two staged tensors
   // (polynorm_bwd) measured 9-11 points slower at 2 packs.
   static constexpr int kClusterPacks = kHasMul ? 2 : kPacks;
+  // But fused_mul_polynorm_bwd's rows of 28672-32768 bf16 (7/8 or more of 8 blocks of 128-thread
+  // teams at 4 packs) keep 4 (staged_config.h's kFullRowsKeepPacks). Same run, H200, bf16:
+  // 81.5-82.0% of the copy ceiling against 74.0-74.4 at 1170x28672, 81.6-83.8 against 78.4-79.3
+  // at 1024x32768.
+  static constexpr bool kFullRowsKeepPacks = kHasMul;
   static constexpr int kRounds = 1;
   static constexpr int kColGrads = 0;
   // Rows of 32768 bf16: 8 blocks of four 128-thread teams, not 4 of two 256-thread ones (H100,

@@ -32,7 +32,8 @@
 //                       held in registers; wider rows over a cluster of 2-8 blocks, two rows
 //                       per block; rows that fill 3/4 of a team's packs or less take 5 or 6
 //                       per thread, so more stages fit (5120 bf16, H100: 95.4-96.1 -> 99.2-99.5%
-//                       of the copy ceiling). Unaligned rows take v4's kernels.
+//                       of the copy ceiling); rows a warp holds at 4 packs (1024 bf16) 6
+//                       stages deep. Unaligned rows take v4's kernels.
 // v2-v5's kernels live in rmsnorm_rows.cuh (fused_add_rmsnorm shares v2-v4's).
 #include <algorithm>
 #include <cstdint>

@@ -19,10 +19,11 @@ struct Choice {
 
 template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false,
-          bool kWide = false>
+          bool kWide = false, bool kFullRowsKeepPacks = false>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
-  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks, kHalfTeams, kWide>(
+  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks, kHalfTeams, kWide,
+                               kFullRowsKeepPacks>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
@@ -191,6 +192,26 @@ TEST(StagedConfig, ClusterPacksWhereTheRowFillsThem) {
   }
 }
 
+// fused_mul_polynorm_bwd (kFullRowsKeepPacks): rows that fill 7/8 or more of 8 blocks of
+// 128-thread teams at 4 packs (3584-4096 packs: 28672-32768 bf16) keep 4 packs there; narrower
+// and wider rows take 2 as above.
+TEST(StagedConfig, FullRowsKeepTheirPacks) {
+  const auto choose_3 = [](int64_t packs) {
+    return choose<32, kPacks, 128, false, 2, false, false, true>(packs, true);
+  };
+  for (const int64_t packs : {int64_t{3584}, int64_t{4000}, int64_t{4096}}) {
+    const Choice c = choose_3(packs);
+    EXPECT_EQ(c.team, 128) << packs;
+    EXPECT_EQ(c.cluster, 8) << packs;
+    EXPECT_EQ(c.packs, 4) << packs;
+  }
+  EXPECT_EQ(choose_3(3583).packs, 2);
+  EXPECT_EQ(choose_3(3200).packs, 2);
+  EXPECT_EQ(choose_3(4097).packs, 4);  // half of 8 blocks of 512 at 2: kPacks, as above
+  EXPECT_EQ(choose_3(8192).packs, 2);
+  EXPECT_EQ(choose_3(8192).team, kBlock);
+}
+
 TEST(StagedConfig, WithoutClustersOnlyRowsOneBlockHolds) {
   EXPECT_TRUE(choose<32>(kBlock * kPacks, false).taken);
   EXPECT_EQ(choose<32>(kBlock * kPacks, false).cluster, 1);
@@ -249,13 +270,21 @@ TEST(StagedConfig, StagesFitSharedMemory) {
     EXPECT_LE(stages_of(staged, kPacks) * stage_bytes(staged, kPacks), size_t{227} * 1024) << staged;
   }
   // Every packs per thread a configuration may take, fitted ones included: up to
-  // kForwardPacks for one staged tensor, kPacks for two or three.
-  for (int staged = 1; staged <= 3; ++staged) {
-    for (int packs = 1; packs <= (staged == 1 ? kForwardPacks : kPacks); ++packs) {
-      EXPECT_GE(stages_of(staged, packs), 2) << staged << " " << packs;
-      EXPECT_LE(stages_of(staged, packs) * stage_bytes(staged, packs), size_t{227} * 1024) << staged << " " << packs;
+  // kForwardPacks for one staged tensor, kPacks for two or three; with either cap.
+  for (const int most : {kMaxStages, kOneBlockMaxStages}) {
+    for (int staged = 1; staged <= 3; ++staged) {
+      for (int packs = 1; packs <= (staged == 1 ? kForwardPacks : kPacks); ++packs) {
+        const int stages = stages_of(staged, packs, most);
+        EXPECT_GE(stages, 2) << staged << " " << packs;
+        EXPECT_LE(stages, most) << staged << " " << packs;
+        EXPECT_LE(stages * stage_bytes(staged, packs), size_t{227} * 1024) << staged << " " << packs;
+      }
     }
   }
+  // Rows one block holds: one tensor at 4 packs (32 KB a stage) 6 deep, at 5 packs 5.
+  EXPECT_EQ(stages_of(1, kPacks, kOneBlockMaxStages), 6);
+  EXPECT_EQ(stages_of(1, 5, kOneBlockMaxStages), 5);
+  EXPECT_EQ(stages_of(2, kPacks, kOneBlockMaxStages), stages_of(2, kPacks));
   EXPECT_EQ(stage_bytes(2, 4), size_t{64} * 1024);  // 2 tensors x 4 packs x 512 threads x 16 B
 }
 
