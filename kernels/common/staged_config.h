@@ -213,7 +213,9 @@ bool with_wide_rows(int64_t packs, F&& f) {
 // fused_mul_polynorm_bwd at 1024x32768 H200 82.0-82.3 against 78.8-79.4, H100 87.5-88.7
 // against 86.5, at 1170x28672 (7/8) H100 87.5-87.6 against 84.3-84.5; but at 1280x25600 (78%)
 // H200 59.5-59.6 against 64.9-65.3, H100 78.8-78.9 against 79.5-79.6; fused_add_rmsnorm_bwd (a
-// cluster team of 256, so 4 blocks) at 32768 H100 83.9-84.4 against 87.4-87.5.
+// cluster team of 256, so 4 blocks) at 32768 H100 83.9-84.4 against 87.4-87.5. On an H200 that
+// holds 15 clusters of 8 (120 SMs; grid rows take 128) the 32K gain was within noise: 77.4-79.9
+// against 78.4-79.4 (kernels/rmsnorm/NOTES.md, sixteenth session).
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, class F>

@@ -817,12 +817,13 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   bool finalized = false;  // by the kernel itself (finalizes_in_kernel)
   // Rows over several blocks: hardware clusters or grid rows (row_groups_of).
   const bool multi_block_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
-  const bool launched = with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(),
-                                           cluster_packs<Op>(), half_teams<Op>(), takes_wide_rows<Op>(),
-                                           full_rows_keep_packs<Op>()>(
+  const bool launched =
+      with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>(),
+                         half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
-    constexpr int kStages = stages_of(Op::kStaged, C::kPacks, C::kCluster > 1 ? kMaxStages : one_block_stages<Op>());
+    constexpr int kMostStages = C::kCluster > 1 ? kMaxStages : one_block_stages<Op>();
+    constexpr int kStages = stages_of(Op::kStaged, C::kPacks, kMostStages);
     constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();
     if (kShared > limits.shared_bytes) return;
     finalized = finalizes_in_kernel<Op, C::kCluster>();

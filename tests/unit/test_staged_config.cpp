@@ -22,8 +22,8 @@ template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CL
           bool kWide = false, bool kFullRowsKeepPacks = false>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
-  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks, kHalfTeams, kWide,
-                               kFullRowsKeepPacks>(
+  c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks,
+                               kHalfTeams, kWide, kFullRowsKeepPacks>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
@@ -277,7 +277,8 @@ TEST(StagedConfig, StagesFitSharedMemory) {
         const int stages = stages_of(staged, packs, most);
         EXPECT_GE(stages, 2) << staged << " " << packs;
         EXPECT_LE(stages, most) << staged << " " << packs;
-        EXPECT_LE(stages * stage_bytes(staged, packs), size_t{227} * 1024) << staged << " " << packs;
+        EXPECT_LE(stages * stage_bytes(staged, packs), size_t{227} * 1024)
+            << staged << " " << packs;
       }
     }
   }
