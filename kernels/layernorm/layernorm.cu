@@ -385,9 +385,9 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 #define KBENCH_LAYERNORM_PACKS 4
 #endif
 // The row means as sum * (1/N rounded on the host), not sum / N (an IEEE division is ~10
-// instructions; as layernorm_bwd's row_mean). Same run, bf16, two repetitions: H200 +0.6 to
-// +3.4 at 4K, 5120 and 8K (87.6 / 88.6 against 85.2 / 85.2 at 8K), within 1 elsewhere; H100
-// +0.2 to +1.6 at 1K-16K, within 1 at 32K / 64K. 0: divisions (a knob).
+// instructions; as layernorm_bwd's row_mean). Same run, bf16, means of two repetitions: H200
+// +0.9 to +2.9 at 4K, 5120 and 8K (87.6 / 88.6 against 85.2 / 85.2 at 8K), within 1 elsewhere;
+// H100 +0.2 to +1.4 at 1K-16K, within 1 at 32K / 64K. 0: divisions (a knob).
 #ifndef KBENCH_LAYERNORM_FWD_RECIPROCAL
 #define KBENCH_LAYERNORM_FWD_RECIPROCAL 1
 #endif
