@@ -8,7 +8,8 @@
 namespace kbench::staged_rows {
 
 // Rows in flight per team: this one and the next kStages - 1, as many as fit kSharedBudget, at
-// most KBENCH_MAX_STAGES (a knob for scripts/ab-flags.sh; 2 measured 1-4 points slower).
+// most KBENCH_MAX_STAGES (a knob for scripts/ab-flags.sh; 2 measured 1-4 points slower) for
+// rows over several blocks, KBENCH_ONE_BLOCK_STAGES (below) for rows one block holds.
 #ifndef KBENCH_MAX_STAGES
 #define KBENCH_MAX_STAGES 4
 #endif
