@@ -134,11 +134,16 @@ constexpr RowGroups row_groups_of(int64_t row_groups, int64_t resident_clusters,
   return RowGroups{row_groups < most ? row_groups : most, grid_rows};
 }
 
-template <int kTeam_, int kCluster_, int kPacks_>
+template <int kTeam_, int kCluster_, int kPacks_, int kSplit_ = 1>
 struct StagedConfig {
   static constexpr int kTeam = kTeam_;        // threads per row (kBlock / kTeam rows per block)
   static constexpr int kCluster = kCluster_;  // blocks per row
   static constexpr int kPacks = kPacks_;      // packs per thread per staged tensor
+  // Stages per row: 1, or 2 for split rows (with_staged_config's kSplitRows): a row one block
+  // holds at twice the op's packs, its halves in consecutive stages.
+  static constexpr int kSplit = kSplit_;
+  static constexpr int kStagePacks = kPacks_ / kSplit_;  // packs per thread per tensor in a stage
+  static_assert(kPacks_ % kSplit_ == 0);
 };
 
 // One 512-thread block per SM, kPacks packs per thread (the op's: 4 or 8): teams of a warp (32
@@ -217,9 +222,18 @@ bool with_wide_rows(int64_t packs, F&& f) {
 // cluster team of 256, so 4 blocks) at 32768 H100 83.9-84.4 against 87.4-87.5. On an H200 that
 // holds 15 clusters of 8 (120 SMs; grid rows take 128) the 32K gain was within noise: 77.4-79.9
 // against 78.4-79.4 (kernels/rmsnorm/NOTES.md, sixteenth session).
+//
+// kSplitRows (staged_rows.cuh's split_rows): rows past a whole-block team's packs, up to twice
+// them, on one block at 2 x kPacks, the row's halves in two stages of kPacks (kSplit = 2), so
+// no sums cross blocks (and no clusters are needed); only for ops whose 3 such stages fit.
+// Same run, bf16, % of the copy ceiling, split against rows over several blocks: polynorm_bwd
+// at 1024x32768 H200 84.2-84.5 against 78.9-79.2, H100 89.6-90.1 against 85.1-85.7
+// (kernels/rmsnorm/NOTES.md, seventeenth session). The same on each of a cluster of 2 blocks,
+// for rows up to 4 times a block's (not pipelined: one part ahead), measured 5-18 points
+// slower at 44000-65536 bf16 (H200), but for polynorm_bwd at 52000: not taken.
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
-          bool kWide = false, bool kFullRowsKeepPacks = false, class F>
+          bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -240,6 +254,9 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
     if (clusters && 4 * packs > 3 * kBlock * kPacks && with_wide_rows<kPacks>(packs, f)) return true;
   }
   if (packs <= 512 * kPacks) return with_fitted_packs<512, kPacks, kFit, kHalfTeams>(packs, f), true;
+  if constexpr (kSplitRows) {
+    if (packs <= 2 * kBlock * kPacks) return f(StagedConfig<kBlock, 1, 2 * kPacks, 2>{}), true;
+  }
   if (!clusters) return false;
   constexpr int kTeam = kClusterTeam;
   static_assert(kTeam >= kWarpTeam && kTeam <= kBlock && kBlock % kTeam == 0);

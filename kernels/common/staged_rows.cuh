@@ -53,6 +53,9 @@
 //                                               kPacks keep them, not kClusterPacks
 //   kOneBlockStages  (optional)                 at most this many stages for rows one block
 //                                               holds, if not kOneBlockMaxStages (staged_config.h)
+//   kSplitRows  (optional)                      true: rows up to twice a whole-block team's
+//                                               packs on one block at twice the packs, the row
+//                                               over two stages (staged_config.h's kSplitRows)
 //   row_total(stats)  (optional)                a float4 per row summed over all rows (polynorm's
 //                                               dw and db: scalar gradients); with it
 //   finish_totals(p, totals, count, stream, overlap)  host: adds the kernel's `count` float4
@@ -67,7 +70,9 @@
 // teams in a cluster of 8 beyond), block `rank` a contiguous slice of each; or, where that puts
 // more blocks to work (an H100 holds only 120 blocks as clusters of 4 or 8), to a group of as many
 // consecutive plain blocks whose sums meet in global memory instead ("grid rows", grid_sums.h;
-// grid_rows_for says for which ops and configurations). Thread `lane` of a team
+// grid_rows_for says for which ops and configurations). Ops with kSplitRows take rows up to twice
+// a block's on one block instead, each thread at twice the packs, the row's halves in two
+// consecutive stages ("split rows": 32768 bf16 for two staged tensors). Thread `lane` of a team
 // stages packs lane, lane + kTeam, ... (kPacks of them; coalesced) of every staged tensor with
 // async copies, kStages rows deep. Each thread stages and reads only its own packs, so no barrier
 // guards the staged rows. A row's sums are a team reduction and, in a cluster, a sum over its
@@ -85,7 +90,9 @@
 // block has few rows (so the partial rows are a larger part of the traffic), pairs of blocks
 // launched as a cluster fold theirs into one (fold_cluster, launch_folded): 66.
 //
-// Shared memory per block: kStages x kStaged tensors x kPacks x 512 threads x 16 bytes, kStages
+// Shared memory per block: kStages x kStaged tensors x kPacks (half of them for split rows, whose
+// rows take two stages each: 3 stages of 64 KB, a row and the next one's first half) x 512
+// threads x 16 bytes, kStages
 // as many as fit 200 KB (at most 4; 6 for rows one block holds, kOneBlockMaxStages): at 4
 // packs, 6 stages of one tensor (4 over several blocks), 3 of two (192 KB), 2 of three; at 8
 // packs, 3 of one. Rows that fill at most 3/4 of their team's packs take fewer
@@ -190,6 +197,25 @@ constexpr bool full_rows_keep_packs() {
   }
 }
 
+// Does Op split rows of up to twice a whole-block team's packs over two stages of one block
+// (with_staged_config's kSplitRows)? Op::kSplitRows where it has one and KBENCH_SPLIT_ROWS is 1
+// (the default; 0 never, a knob for scripts/ab-flags.sh). Taken by the ops of two staged
+// tensors at 4 packs (polynorm_bwd, fused_add_rmsnorm, fused_mul_polynorm: 3 stages of 64 KB);
+// three staged tensors would need 288 KB. The one-tensor forwards at 16 packs per thread (w
+// converted at each use) and layernorm's (w and b so) measured slower, and rmsnorm_bwd (dw's
+// accumulators at 8 packs); layernorm_bwd's dw and db would take 128 registers.
+#ifndef KBENCH_SPLIT_ROWS
+#define KBENCH_SPLIT_ROWS 1
+#endif
+template <class Op>
+constexpr bool split_rows() {
+  if constexpr (requires { Op::kSplitRows; }) {
+    return Op::kSplitRows && KBENCH_SPLIT_ROWS;
+  } else {
+    return false;
+  }
+}
+
 // Does Op keep what it holds per column (w) in shared memory, after the stages, rather than in
 // registers, for rows over kCluster blocks? Where the op opts in (kHeldShared) and
 // KBENCH_HELD_SHARED says so: 1 (the default) for rows over several blocks, 0 never, 2 for all
@@ -218,7 +244,7 @@ constexpr size_t kHeldSharedBudget = 216 * 1024;  // of sm_90's 227 KB per block
 template <class Op, class Config, int kStages>
 constexpr bool kSharedHeldIsOwn = [] {
   if constexpr (requires { typename Op::SharedHeld; }) {
-    return kStages * stage_bytes(Op::kStaged, Config::kPacks) +
+    return kStages * stage_bytes(Op::kStaged, Config::kStagePacks) +
                size_t{Config::kPacks} * Config::kTeam * sizeof(typename Op::SharedHeld) <=
            kHeldSharedBudget;
   } else {
@@ -239,7 +265,7 @@ using shared_held_t = typename SharedHeldOf<Op, kSharedHeldIsOwn<Op, Config, kSt
 // held_in_shared (one per pack of a team: the block's teams share their columns).
 template <class Op, class Config, int kStages>
 constexpr size_t staged_shared_bytes() {
-  return kStages * stage_bytes(Op::kStaged, Config::kPacks) +
+  return kStages * stage_bytes(Op::kStaged, Config::kStagePacks) +
          (held_in_shared<Op, Config::kCluster>()
               ? size_t{Config::kPacks} * Config::kTeam * sizeof(shared_held_t<Op, Config, kStages>)
               : 0);
@@ -351,17 +377,21 @@ __global__ void __launch_bounds__(kBlock, 1)
   constexpr int kTeam = Config::kTeam;
   constexpr int kCluster = Config::kCluster;
   constexpr int kPacks = Config::kPacks;
+  // Split rows (kSplit = 2): a row's packs k < kStagePacks in one stage, the rest in the next.
+  constexpr int kSplit = Config::kSplit;
+  constexpr int kStagePacks = Config::kStagePacks;
   using T = typename Op::Type;
   constexpr int V = Vec16<T>::kSize;
   constexpr int S = Op::kStaged;
   constexpr int kTeams = kBlock / kTeam;
   using Sums = typename Op::Sums;
   static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
+  static_assert(kSplit == 1 || (kCluster == 1 && kStages > kSplit), "a split row and one part ahead");
   static_assert(kFold == 1 || (kCluster == 1 && Op::kColGrads > 0));
   static_assert(!kGridRows || (kCluster > 1 && kTeams <= kGridMaxTeams));
   constexpr bool kHardwareCluster = kCluster > 1 && !kGridRows;
   constexpr bool kFinalizeHere = finalizes_in_kernel<Op, kCluster>();
-  extern __shared__ int4 stages[];  // [kStages][S][kPacks][kBlock]
+  extern __shared__ int4 stages[];  // [kStages][S][kStagePacks][kBlock]
   __shared__ Sums scratch[2][kBlock / kWarpSize];
   // Pipelined rows (KBENCH_PIPELINE_ROWS, staged_config.h): in a cluster, a row's sum is sent
   // before the previous row's is awaited, where a row is staged beyond the two in use.
@@ -386,46 +416,69 @@ __global__ void __launch_bounds__(kBlock, 1)
   // This thread's slots of a stage (computed once per row), then tensor i's pack k at a
   // constant offset from them.
   int4* const thread_slots = stages + threadIdx.x;
-  const auto stage_slots = [&](int stage) { return thread_slots + stage * (S * kPacks * kBlock); };
+  const auto stage_slots = [&](int stage) { return thread_slots + stage * (S * kStagePacks * kBlock); };
+  // A row's stage, or (split rows) stages: part h (packs h * kStagePacks ..) in the stage after
+  // part h - 1's. (A plain pointer where rows are not split: as a struct, the compiler redid
+  // each pack's shared address in its branch.)
+  struct SplitSlots {
+    const int4* part[kSplit];
+  };
+  using RowSlots = std::conditional_t<kSplit == 1, const int4*, SplitSlots>;
+  const auto row_slots = [&](int stage) {
+    if constexpr (kSplit == 1) {
+      return stage_slots(stage);
+    } else {
+      SplitSlots slots;
+#pragma unroll
+      for (int h = 0; h < kSplit; ++h) slots.part[h] = stage_slots(stage + h < kStages ? stage + h : stage + h - kStages);
+      return slots;
+    }
+  };
   bool valid[kPacks];
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) valid[k] = pack_of(k) < slice_end;
   // f(k) for each of this thread's packs that the row has. Where it has them all (the last is
   // valid: pack_of grows with k), without a branch per pack (KBENCH_WHOLE_PACKS): with one, the
   // compiler redid each pack's output address and the op's per-row products in its branch.
-  const bool all_valid = valid[kPacks - 1];
-  const auto for_valid_packs = [&](auto&& f) {
-    if (KBENCH_WHOLE_PACKS && all_valid) {
+  // Of split rows, only part `part`'s packs (a std::integral_constant; kSplit: all).
+  constexpr std::integral_constant<int, kSplit> kAllParts{};
+  const auto for_valid_packs = [&](auto&& f, auto part) {
+    constexpr int kPart = decltype(part)::value;
+    constexpr int kFirst = kPart == kSplit ? 0 : kPart * kStagePacks;
+    constexpr int kEnd = kPart == kSplit ? kPacks : kFirst + kStagePacks;
+    if (KBENCH_WHOLE_PACKS && valid[kEnd - 1]) {
 #pragma unroll
-      for (int k = 0; k < kPacks; ++k) f(k);
+      for (int k = kFirst; k < kEnd; ++k) f(k);
     } else {
 #pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
+      for (int k = kFirst; k < kEnd; ++k) {
         if (valid[k]) f(k);
       }
     }
   };
 
-  // One batch of async copies per row: this thread's packs of every staged tensor. A row past
-  // the end makes an empty batch, so every step waits for the same batch count. The copies'
-  // addresses are constant offsets from the thread's first slot, converted to a shared address
-  // once, and from its first column (KBENCH_SLOT_OFFSETS, staged_config.h).
+  // One batch of async copies per row (per part of a split row): this thread's packs of every
+  // staged tensor. A row past the end makes an empty batch, so every step waits for the same
+  // batch count. The copies' addresses are constant offsets from the thread's first slot,
+  // converted to a shared address once, and from its first column (KBENCH_SLOT_OFFSETS,
+  // staged_config.h).
   const SharedSlot first_slot = shared_slot(thread_slots);
-  const auto stage_row = [&](int64_t row, int stage) {
+  const auto stage_part = [&](int64_t row, int part, int stage) {
     if (row < p.rows) {
 #pragma unroll
       for (int i = 0; i < S; ++i) {
-        const T* src = Op::staged_row(p, i, row) + col_of(0);
+        const T* src = Op::staged_row(p, i, row) + col_of(part * kStagePacks);
 #pragma unroll
-        for (int k = 0; k < kPacks; ++k) {
+        for (int k = 0; k < kStagePacks; ++k) {
           constexpr int kSlotBytes = kBlock * static_cast<int>(sizeof(int4));
-          const int slot = (stage * S + i) * kPacks + k;  // in the thread's slots
-          const T* pack_src = src + k * kTeam * V;         // col_of(k)
+          const int slot = (stage * S + i) * kStagePacks + k;  // in the thread's slots
+          const T* pack_src = src + k * kTeam * V;              // col_of(part * kStagePacks + k)
           const SharedSlot dst = KBENCH_SLOT_OFFSETS ? first_slot + slot * kSlotBytes
                                                      : shared_slot(thread_slots + slot * kBlock);
+          const bool has_pack = valid[part * kStagePacks + k];
           if constexpr (KBENCH_PREDICATED_COPIES) {
-            async_copy16_if(valid[k], dst, pack_src);
-          } else if (valid[k]) {
+            async_copy16_if(has_pack, dst, pack_src);
+          } else if (has_pack) {
             async_copy16(dst, pack_src);
           }
         }
@@ -433,9 +486,16 @@ __global__ void __launch_bounds__(kBlock, 1)
     }
     async_commit();
   };
-  const auto staged_pack = [&](const int4* slots, int k, Vec16<T> (&in)[S]) {
+  const auto stage_row = [&](int64_t row, int stage) { stage_part(row, 0, stage); };  // kSplit 1
+  const auto staged_pack = [&](RowSlots slots, int k, Vec16<T> (&in)[S]) {
+    const int4* part;
+    if constexpr (kSplit == 1) {
+      part = slots;
+    } else {
+      part = slots.part[k / kStagePacks];
+    }
 #pragma unroll
-    for (int i = 0; i < S; ++i) *reinterpret_cast<int4*>(&in[i]) = slots[(i * kPacks + k) * kBlock];
+    for (int i = 0; i < S; ++i) *reinterpret_cast<int4*>(&in[i]) = part[(i * kStagePacks + k % kStagePacks) * kBlock];
   };
 
   // What the thread holds for its columns (w): in registers, or (held_in_shared) after the
@@ -447,7 +507,7 @@ __global__ void __launch_bounds__(kBlock, 1)
   constexpr int kHeldSlots = static_cast<int>(sizeof(SharedHeld) / sizeof(int4));
   static_assert(!kHeldShared || sizeof(SharedHeld) % sizeof(int4) == 0);
   Held held_regs[kHeldShared ? 1 : kPacks];
-  int4* const held_shared = stages + kStages * S * kPacks * kBlock;
+  int4* const held_shared = stages + kStages * S * kStagePacks * kBlock;
   const auto held = [&](int k) -> decltype(auto) {
     if constexpr (kHeldShared) {
       SharedHeld h;
@@ -456,6 +516,11 @@ __global__ void __launch_bounds__(kBlock, 1)
         reinterpret_cast<int4*>(&h)[q] = held_shared[(k * kHeldSlots + q) * kTeam + lane];
       }
       return h;
+    } else if constexpr (kSplit > 1 && std::is_same_v<Held, Vec16<T>>) {
+      // Split rows hold twice the op's packs of w: converted at each use, not once into floats
+      // across rows (ptxas: 128 registers and spills so in rmsnorm's forward at 16 packs).
+      keep_packed(held_regs[k]);
+      return static_cast<const Held&>(held_regs[k]);
     } else {
       return static_cast<const Held&>(held_regs[k]);
     }
@@ -491,24 +556,30 @@ __global__ void __launch_bounds__(kBlock, 1)
 
   // Round `round`'s sums of this thread's packs of the row staged in `slots` (zero where the
   // team has no row).
-  const auto pack_sums = [&](int round, const int4* slots, bool has_row, const typename Op::Stats& stats) {
+  const auto pack_sums = [&](int round, RowSlots slots, bool has_row, const typename Op::Stats& stats) {
     Sums sums{};
     if (!has_row) return sums;
     for_valid_packs([&](int k) {
       Vec16<T> in[S];
       staged_pack(slots, k, in);
       Op::add_sums(round, sums, in, held(k), stats);
-    });
+    }, kAllParts);
     return sums;
   };
-  // The row's outputs (and its share of the gradients) from its stage and stats.
-  const auto store_row = [&](int64_t row, const int4* slots, const typename Op::Stats& stats) {
-    if constexpr (has_row_totals<Op>) add_to(totals, Op::row_total(stats));
+  // The row's outputs (and its share of the gradients) from its stage(s) and stats: of part
+  // `part` only, or (kAllParts) of all.
+  const auto store_row = [&](int64_t row, RowSlots slots, const typename Op::Stats& stats,
+                             auto part) {
+    if constexpr (has_row_totals<Op>) {
+      if constexpr (decltype(part)::value == kSplit || decltype(part)::value == 0) {
+        add_to(totals, Op::row_total(stats));
+      }
+    }
     for_valid_packs([&](int k) {
       Vec16<T> in[S];
       staged_pack(slots, k, in);
       Op::store_out(p, row, col_of(k), in, held(k), stats, acc[k]);
-    });
+    }, part);
   };
 
   // The sum over the row's blocks in two halves: send this block's, wait for all of them
@@ -552,7 +623,7 @@ __global__ void __launch_bounds__(kBlock, 1)
     return v;
   };
   // Rounds after the first, where the op has them and the row needs them.
-  const auto later_rounds = [&](const int4* slots, bool has_row, typename Op::Stats& stats) {
+  const auto later_rounds = [&](RowSlots slots, bool has_row, typename Op::Stats& stats) {
 #pragma unroll
     for (int round = 1; round < Op::kRounds; ++round) {
       if constexpr (requires { Op::needs_round(round, stats); }) {
@@ -571,8 +642,13 @@ __global__ void __launch_bounds__(kBlock, 1)
   // are on the way while j computes.
   const int64_t row_stride = clusters * kTeams;
   const int64_t first_row = cluster * kTeams + team;
+  if constexpr (kSplit > 1) {  // split rows: every stage, the first parts
 #pragma unroll
-  for (int j = 0; j < kStages - 1; ++j) stage_row(first_row + j * row_stride, j);
+    for (int q = 0; q < kStages; ++q) stage_part(first_row + q / kSplit * row_stride, q % kSplit, q);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kStages - 1; ++j) stage_row(first_row + j * row_stride, j);
+  }
   int stage = 0;
   const auto next_stage = [](int s) { return s + 1 == kStages ? 0 : s + 1; };
   const auto ahead_stage = [](int s) { return s == 0 ? kStages - 1 : s - 1; };  // (s + kStages - 1) % kStages
@@ -586,7 +662,7 @@ __global__ void __launch_bounds__(kBlock, 1)
     uint32_t row_call = 0;
     if (step < p.rows) {
       async_wait<kStages - 2>();  // the first row
-      row_call = send_sum(pack_sums(0, stage_slots(0), first_row < p.rows, no_stats));
+      row_call = send_sum(pack_sums(0, row_slots(0), first_row < p.rows, no_stats));
     }
     for (; step < p.rows; step += row_stride) {
       const int64_t row = step + team;
@@ -596,15 +672,39 @@ __global__ void __launch_bounds__(kBlock, 1)
       uint32_t next_call = 0;
       if (step + row_stride < p.rows) {
         async_wait<kStages - 2>();  // this thread's copies of row + row_stride have landed
-        next_call = send_sum(pack_sums(0, stage_slots(next), row + row_stride < p.rows, no_stats));
+        next_call = send_sum(pack_sums(0, row_slots(next), row + row_stride < p.rows, no_stats));
       }
-      const int4* const slots = stage_slots(stage);
+      const RowSlots slots = row_slots(stage);
       typename Op::Stats stats;
       Op::finish_round(0, wait_for_row_blocks(row_call), stats, p);
       later_rounds(slots, has_row, stats);
-      if (has_row) store_row(row, slots, stats);
+      if (has_row) store_row(row, slots, stats, kAllParts);
       row_call = next_call;
       stage = next;
+    }
+  } else if constexpr (kSplit > 1) {
+    // Split rows: part q of the team's row sequence (row q / kSplit's part q % kSplit) in stage
+    // q % kStages. A row's parts all land before its sums; each part's stage is refilled, with
+    // the part kStages later, as soon as its outputs are written: kStages - kSplit parts are in
+    // flight while the row is summed.
+    const auto stage_ahead = [&](int64_t row, int part, int stage) {
+      const int ahead = part + kStages;  // parts after this row's first
+      stage_part(row + ahead / kSplit * row_stride, ahead % kSplit, stage);
+    };
+    static_assert(kSplit == 2, "two parts per row below");
+    for (int64_t step = cluster * kTeams; step < p.rows; step += row_stride) {
+      const int64_t row = step + team;
+      const bool has_row = row < p.rows;
+      async_wait<kStages - kSplit>();  // this thread's copies of every part of `row` have landed
+      const RowSlots slots = row_slots(stage);
+      typename Op::Stats stats;
+      Op::finish_round(0, row_sum(pack_sums(0, slots, has_row, stats)), stats, p);
+      later_rounds(slots, has_row, stats);
+      if (has_row) store_row(row, slots, stats, std::integral_constant<int, 0>{});
+      stage_ahead(row, 0, stage);
+      if (has_row) store_row(row, slots, stats, std::integral_constant<int, 1>{});
+      stage_ahead(row, 1, next_stage(stage));
+      stage = next_stage(next_stage(stage));
     }
   } else {
     for (int64_t step = cluster * kTeams; step < p.rows; step += row_stride) {
@@ -613,11 +713,11 @@ __global__ void __launch_bounds__(kBlock, 1)
       stage_row(row + (kStages - 1) * row_stride, ahead_stage(stage));
       async_wait<kStages - 1>();  // this thread's copies of `row` have landed
 
-      const int4* const slots = stage_slots(stage);
+      const RowSlots slots = row_slots(stage);
       typename Op::Stats stats;
       Op::finish_round(0, row_sum(pack_sums(0, slots, has_row, stats)), stats, p);
       later_rounds(slots, has_row, stats);
-      if (has_row) store_row(row, slots, stats);
+      if (has_row) store_row(row, slots, stats, kAllParts);
       stage = next_stage(stage);
     }
   }
@@ -632,7 +732,7 @@ __global__ void __launch_bounds__(kBlock, 1)
     // g's at row g * clusters + cluster.
     if constexpr (kTeams > 1) {
       static_assert(kBlock / 2 * kPacks * kAccRows * V * sizeof(float) <=
-                    size_t{kStages} * S * kPacks * kBlock * sizeof(int4));
+                    size_t{kStages} * S * kStagePacks * kBlock * sizeof(int4));
       fold_teams<kBlock, kTeam, kPacks, kAccRows * V>(acc, reinterpret_cast<float*>(stages));
     }
     // Partial row `group` of `groups` per column gradient: one per cluster (a row's blocks each
@@ -643,7 +743,7 @@ __global__ void __launch_bounds__(kBlock, 1)
     if constexpr (kFold > 1) {
       constexpr int kAcc = kAccRows * V;
       static_assert(size_t{kPacks} * kAcc * kTeam * sizeof(float) <=
-                    size_t{kStages} * S * kPacks * kBlock * sizeof(int4));
+                    size_t{kStages} * S * kStagePacks * kBlock * sizeof(int4));
       fold_cluster<kFold, kTeam, kPacks>(acc, reinterpret_cast<float4*>(stages), team == 0, lane);
     }
     const int fold_rank = cluster_rank<kFold>();
@@ -819,11 +919,11 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const bool multi_block_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
   const bool launched =
       with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>(),
-                         half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>()>(
+                         half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>(), split_rows<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kMostStages = C::kCluster > 1 ? kMaxStages : one_block_stages<Op>();
-    constexpr int kStages = stages_of(Op::kStaged, C::kPacks, kMostStages);
+    constexpr int kStages = stages_of(Op::kStaged, C::kStagePacks, kMostStages);
     constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();
     if (kShared > limits.shared_bytes) return;
     finalized = finalizes_in_kernel<Op, C::kCluster>();

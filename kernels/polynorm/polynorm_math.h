@@ -683,6 +683,13 @@ struct PolynormFwdStaged {
   // Rows one block holds at most 4 stages deep, not kOneBlockMaxStages (staged_config.h): H100,
   // polynorm at 65536x512 bf16, 87.4-89.2% of the copy ceiling at 6 against 90.6-91.9 at 4.
   static constexpr int kOneBlockStages = staged_rows::kMaxStages;
+  // fused_mul_polynorm's rows of 16385-32768 bf16 on one block, the row over two stages
+  // (staged_config.h's kSplitRows), not over several blocks. Same run, % of the copy ceiling,
+  // bf16: H100 95.1-95.9 against 92.9-94.4 at 1024x32768, +0.5 at 20480; H200 +4.5 at 20480,
+  // and at 32K +0.6 on one machine, -1 on another (90.0-91.6 against 91.3-92.1). polynorm's
+  // rows at 16 packs per thread measured 2-3 slower so (H200, 512x65536: 85.2-85.8 against
+  // 87.7-88.9), as did rmsnorm's.
+  static constexpr bool kSplitRows = kHasMul;
   static constexpr int kRounds = 1;
   static constexpr int kColGrads = 0;
   // The row's coefficients (kRowWeights), or its norms rsqrt(mean(x^2p) + eps) in c1..c3.
@@ -1111,6 +1118,12 @@ struct PolynormBwdStaged {
   // are not): same run, H100, bf16, 82.5 / 84.0% of the copy ceiling at 1024x32768 / 512x65536
   // against 77.0 / 74.8 in clusters of 8 on 120 SMs (staged_rows.cuh's grid_rows_for).
   static constexpr bool kGridRows = true;
+  // polynorm_bwd's rows of 16385-32768 bf16 on one block, the row over two stages
+  // (staged_config.h's kSplitRows): 64 elements per thread per row and no sums across blocks.
+  // Same run, bf16, % of the copy ceiling: H200 84.2-84.5 against 78.9-79.2 at 1024x32768,
+  // 76 against 65 at 1638x20480; H100 +4.5 at 32K, +8.3 at 20480, fp32 +5 at 2048x16384.
+  // Three staged tensors (fused_mul_polynorm_bwd) would need 288 KB.
+  static constexpr bool kSplitRows = !kHasMul;
   // Four packs per thread even at 5120 bf16, where 3 would hold the row (H100: polynorm_bwd
   // 84.9-85.3 against 83.2-83.3% of the copy ceiling fitted; fused_mul_polynorm_bwd the same).
   // (H200, same run: fused_mul_polynorm_bwd +2.5 fitted, polynorm_bwd +0.4.)

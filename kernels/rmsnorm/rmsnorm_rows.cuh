@@ -256,6 +256,10 @@ struct RmsnormFwdStaged {
   using Sums = float2;
   static constexpr int kStaged = 1;    // x
   static constexpr int kPacks = staged_rows::kForwardPacks;
+  // No split rows for rmsnorm itself (fused_add_rmsnorm, two staged tensors, has them): at 16
+  // packs per thread, 32769-65536 bf16 measured 0.5-1 point slower at 512x65536 and 5 at
+  // 820x40960 (H200; staged_config.h's kSplitRows).
+  static constexpr bool kSplitRows = false;
   static constexpr int kRounds = 1;    // sum x^2 (in .x)
   static constexpr int kColGrads = 0;  // none
   struct Stats {

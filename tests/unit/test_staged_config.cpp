@@ -15,19 +15,21 @@ struct Choice {
   int team = 0;
   int cluster = 0;
   int packs = 0;  // per thread
+  int split = 0;  // stages per row
 };
 
 template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false,
-          bool kWide = false, bool kFullRowsKeepPacks = false>
+          bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
   c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks,
-                               kHalfTeams, kWide, kFullRowsKeepPacks>(
+                               kHalfTeams, kWide, kFullRowsKeepPacks, kSplitRows>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
     c.packs = decltype(config)::kPacks;
+    c.split = decltype(config)::kSplit;
   });
   return c;
 }
@@ -210,6 +212,40 @@ TEST(StagedConfig, FullRowsKeepTheirPacks) {
   EXPECT_EQ(choose_3(4097).packs, 4);  // half of 8 blocks of 512 at 2: kPacks, as above
   EXPECT_EQ(choose_3(8192).packs, 2);
   EXPECT_EQ(choose_3(8192).team, kBlock);
+}
+
+// Split rows: past a whole-block team's packs and up to twice them, one block at twice the
+// packs, the row's halves in two stages; clusters neither needed nor taken. Wider rows, and
+// every row of an op without kSplitRows, as before.
+TEST(StagedConfig, SplitRowsTakeOneBlockAtTwiceThePacks) {
+  const auto choose_split = [](int64_t packs, bool clusters) {
+    return choose<32, kForwardPacks, KBENCH_CLUSTER_TEAM, true, kForwardPacks, false, false, false, true>(
+        packs, clusters);
+  };
+  constexpr int64_t kWhole = int64_t{kBlock} * kForwardPacks;  // 4096 packs: 32768 bf16
+  for (const int64_t packs : {kWhole + 1, kWhole + 1000, 2 * kWhole}) {
+    for (const bool clusters : {true, false}) {
+      const Choice c = choose_split(packs, clusters);
+      EXPECT_TRUE(c.taken) << packs;
+      EXPECT_EQ(c.team, kBlock) << packs;
+      EXPECT_EQ(c.cluster, 1) << packs;
+      EXPECT_EQ(c.packs, 2 * kForwardPacks) << packs;
+      EXPECT_EQ(c.split, 2) << packs;
+    }
+  }
+  EXPECT_EQ(choose_split(kWhole, true).split, 1);  // a whole-block team holds it
+  EXPECT_EQ(choose_split(kWhole, true).packs, kForwardPacks);
+  EXPECT_GT(choose_split(2 * kWhole + 1, true).cluster, 1);
+  EXPECT_EQ(choose_split(2 * kWhole + 1, true).split, 1);
+  EXPECT_FALSE(choose_split(2 * kWhole + 1, false).taken);
+  const Choice unsplit = choose<32, kForwardPacks>(kWhole + 1, true);  // not opted in
+  EXPECT_EQ(unsplit.split, 1);
+  EXPECT_GT(unsplit.cluster, 1);
+  // Three stages of half a row, so a row and the next one's first half: one tensor at 8 packs
+  // per stage, two at 4 (polynorm_bwd's dy and x).
+  EXPECT_EQ(stages_of(1, kForwardPacks, kOneBlockMaxStages), 3);
+  EXPECT_EQ(stages_of(2, kPacks, kOneBlockMaxStages), 3);
+  EXPECT_EQ(stages_of(1, kForwardPacks, kMaxStages), 3);  // polynorm's forward (4 at most)
 }
 
 TEST(StagedConfig, WithoutClustersOnlyRowsOneBlockHolds) {
