@@ -122,15 +122,22 @@
 
 namespace kbench::staged_rows {
 
+// An optional member of an op's policy (the list above), inside a template of Op: Op::kMember
+// where the op has one, else `fallback`.
+#define KBENCH_POLICY_OPTION(kMember, fallback) \
+  [] {                                          \
+    if constexpr (requires { Op::kMember; }) {  \
+      return Op::kMember;                       \
+    } else {                                    \
+      return fallback;                          \
+    }                                           \
+  }()
+
 // Threads per row in a block of a cluster: Op::kClusterTeam where the op has one, else
 // KBENCH_CLUSTER_TEAM (staged_config.h).
 template <class Op>
 constexpr int cluster_team() {
-  if constexpr (requires { Op::kClusterTeam; }) {
-    return Op::kClusterTeam;
-  } else {
-    return KBENCH_CLUSTER_TEAM;
-  }
+  return KBENCH_POLICY_OPTION(kClusterTeam, KBENCH_CLUSTER_TEAM);
 }
 
 // May rows over kCluster blocks of kTeams teams, kStages deep, be grid rows (grid_sums.h)
@@ -157,44 +164,28 @@ constexpr bool grid_rows_for() {
 // Does Op take wide rows (staged_config.h's with_wide_rows)? Op::kWideRows where it has one.
 template <class Op>
 constexpr bool takes_wide_rows() {
-  if constexpr (requires { Op::kWideRows; }) {
-    return Op::kWideRows;
-  } else {
-    return false;
-  }
+  return KBENCH_POLICY_OPTION(kWideRows, false);
 }
 
 // Packs per thread for rows over several blocks: Op::kClusterPacks where the op has one, else
 // Op::kPacks.
 template <class Op>
 constexpr int cluster_packs() {
-  if constexpr (requires { Op::kClusterPacks; }) {
-    return Op::kClusterPacks;
-  } else {
-    return Op::kPacks;
-  }
+  return KBENCH_POLICY_OPTION(kClusterPacks, Op::kPacks);
 }
 
 // At most how many stages for rows one block holds: Op::kOneBlockStages where the op has one,
 // else kOneBlockMaxStages (staged_config.h).
 template <class Op>
 constexpr int one_block_stages() {
-  if constexpr (requires { Op::kOneBlockStages; }) {
-    return Op::kOneBlockStages;
-  } else {
-    return kOneBlockMaxStages;
-  }
+  return KBENCH_POLICY_OPTION(kOneBlockStages, kOneBlockMaxStages);
 }
 
 // Do Op's rows that fill 7/8 or more of 8 blocks at kPacks keep them (with_staged_config's
 // kFullRowsKeepPacks)? Op::kFullRowsKeepPacks where it has one.
 template <class Op>
 constexpr bool full_rows_keep_packs() {
-  if constexpr (requires { Op::kFullRowsKeepPacks; }) {
-    return Op::kFullRowsKeepPacks;
-  } else {
-    return false;
-  }
+  return KBENCH_POLICY_OPTION(kFullRowsKeepPacks, false);
 }
 
 // Does Op split rows of up to twice a whole-block team's packs over two stages of one block
@@ -209,11 +200,7 @@ constexpr bool full_rows_keep_packs() {
 #endif
 template <class Op>
 constexpr bool split_rows() {
-  if constexpr (requires { Op::kSplitRows; }) {
-    return Op::kSplitRows && KBENCH_SPLIT_ROWS;
-  } else {
-    return false;
-  }
+  return KBENCH_POLICY_OPTION(kSplitRows, false) && KBENCH_SPLIT_ROWS;
 }
 
 // Does Op keep what it holds per column (w) in shared memory, after the stages, rather than in
@@ -275,11 +262,7 @@ constexpr size_t staged_shared_bytes() {
 // has one, else KBENCH_FIT_PACKS.
 template <class Op>
 constexpr bool fit_packs() {
-  if constexpr (requires { Op::kFitPacks; }) {
-    return Op::kFitPacks;
-  } else {
-    return KBENCH_FIT_PACKS;
-  }
+  return KBENCH_POLICY_OPTION(kFitPacks, KBENCH_FIT_PACKS);
 }
 
 // Does Op put rows of up to 5/8 of a team's packs on half the team at 5 packs each
@@ -287,11 +270,7 @@ constexpr bool fit_packs() {
 // tensor that fit their packs (kFitPacks).
 template <class Op>
 constexpr bool half_teams() {
-  if constexpr (requires { Op::kHalfTeams; }) {
-    return Op::kHalfTeams;
-  } else {
-    return Op::kStaged == 1 && fit_packs<Op>();
-  }
+  return KBENCH_POLICY_OPTION(kHalfTeams, Op::kStaged == 1 && fit_packs<Op>());
 }
 
 // Does Op sum a float4 per row over all rows (row_total, finish_totals)?
