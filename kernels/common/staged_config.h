@@ -103,6 +103,12 @@ constexpr int64_t kGridRowsMaxBlocks = 1024;  // grid_sums.h's slots hold this m
 #endif
 constexpr int kOneBlockMaxStages = KBENCH_ONE_BLOCK_STAGES;
 
+// A last, partial step of rows dealt over all blocks (1, the default), not to the first blocks'
+// teams in turn (0; a knob for scripts/ab-flags.sh; staged_rows.cuh's team_row).
+#ifndef KBENCH_SPREAD_LAST_STEP
+#define KBENCH_SPREAD_LAST_STEP 1
+#endif
+
 // Shared memory of one stage (one row per team) of `staged` tensors, `packs` per thread.
 constexpr size_t stage_bytes(int staged, int packs) {
   return static_cast<size_t>(staged) * packs * kBlock * kPackBytes;

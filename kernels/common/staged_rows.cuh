@@ -616,42 +616,52 @@ __global__ void __launch_bounds__(kBlock, 1)
     cluster_sums_init(cluster_sums);
     cluster_sync();  // every peer has started and set up its mbarriers before any sends to it
   }
-  // Team t of cluster c takes rows (c * kTeams + t) + j * row_stride. A ring of kStages row
-  // buffers: a team's row j lives in stage j % kStages, and its rows j + 1 .. j + kStages - 1
-  // are on the way while j computes.
+  // Rows go in steps of row_stride, one row per team: in a step that all rows fill, team t of
+  // cluster c takes row step + c * kTeams + t (a block's teams on consecutive rows). A last,
+  // partial step deals its rows over the clusters first (team t of cluster c takes step + t *
+  // clusters + c), so that every SM takes its share of them: dealt as the full steps, a quarter
+  // of 4096 rows of 8192 left 32 of 132 SMs without a row in the last step
+  // (KBENCH_SPREAD_LAST_STEP). A ring of kStages row buffers: a team's row j lives in stage
+  // j % kStages, and its rows j + 1 .. j + kStages - 1 are on the way while j computes. The
+  // loops run the same steps in every block (a team without a row in a step still joins the
+  // row sums).
   const int64_t row_stride = clusters * kTeams;
-  const int64_t first_row = cluster * kTeams + team;
+  // (32-bit offsets: as 64-bit ones, rmsnorm's forward at 8 packs spilled.)
+  const int own_offset = static_cast<int>(cluster) * kTeams + team;  // a block per SM at most
+  const int spread_offset = team * static_cast<int>(clusters) + static_cast<int>(cluster);
+  const auto team_row = [&](int64_t step) -> int64_t {
+    const bool full = !KBENCH_SPREAD_LAST_STEP || step + row_stride <= p.rows;
+    return step + (full ? own_offset : spread_offset);
+  };
   if constexpr (kSplit > 1) {  // split rows: every stage, the first parts
 #pragma unroll
-    for (int q = 0; q < kStages; ++q) stage_part(first_row + q / kSplit * row_stride, q % kSplit, q);
+    for (int q = 0; q < kStages; ++q) stage_part(team_row(q / kSplit * row_stride), q % kSplit, q);
   } else {
 #pragma unroll
-    for (int j = 0; j < kStages - 1; ++j) stage_row(first_row + j * row_stride, j);
+    for (int j = 0; j < kStages - 1; ++j) stage_row(team_row(j * row_stride), j);
   }
   int stage = 0;
   const auto next_stage = [](int s) { return s + 1 == kStages ? 0 : s + 1; };
   const auto ahead_stage = [](int s) { return s == 0 ? kStages - 1 : s - 1; };  // (s + kStages - 1) % kStages
-  // Block- and cluster-uniform loops: a team past the last row still joins the row sums.
   if constexpr (kPipelined) {
     // Row j's first-round sum travels over the cluster while the team sums row j + 1: its sum
     // is sent before row j's is awaited. Row j + 1 must have landed by then, so kStages - 2 rows
     // are in flight rather than kStages - 1.
     const typename Op::Stats no_stats{};
-    int64_t step = cluster * kTeams;
     uint32_t row_call = 0;
-    if (step < p.rows) {
+    if (p.rows > 0) {
       async_wait<kStages - 2>();  // the first row
-      row_call = send_sum(pack_sums(0, row_slots(0), first_row < p.rows, no_stats));
+      row_call = send_sum(pack_sums(0, row_slots(0), team_row(0) < p.rows, no_stats));
     }
-    for (; step < p.rows; step += row_stride) {
-      const int64_t row = step + team;
+    for (int64_t step = 0; step < p.rows; step += row_stride) {
+      const int64_t row = team_row(step);
       const bool has_row = row < p.rows;
       const int next = next_stage(stage);
-      stage_row(row + (kStages - 1) * row_stride, ahead_stage(stage));
+      stage_row(team_row(step + (kStages - 1) * row_stride), ahead_stage(stage));
       uint32_t next_call = 0;
       if (step + row_stride < p.rows) {
-        async_wait<kStages - 2>();  // this thread's copies of row + row_stride have landed
-        next_call = send_sum(pack_sums(0, row_slots(next), row + row_stride < p.rows, no_stats));
+        async_wait<kStages - 2>();  // this thread's copies of the next step's row have landed
+        next_call = send_sum(pack_sums(0, row_slots(next), team_row(step + row_stride) < p.rows, no_stats));
       }
       const RowSlots slots = row_slots(stage);
       typename Op::Stats stats;
@@ -666,13 +676,13 @@ __global__ void __launch_bounds__(kBlock, 1)
     // q % kStages. A row's parts all land before its sums; each part's stage is refilled, with
     // the part kStages later, as soon as its outputs are written: kStages - kSplit parts are in
     // flight while the row is summed.
-    const auto stage_ahead = [&](int64_t row, int part, int stage) {
+    const auto stage_ahead = [&](int64_t step, int part, int stage) {
       const int ahead = part + kStages;  // parts after this row's first
-      stage_part(row + ahead / kSplit * row_stride, ahead % kSplit, stage);
+      stage_part(team_row(step + ahead / kSplit * row_stride), ahead % kSplit, stage);
     };
     static_assert(kSplit == 2, "two parts per row below");
-    for (int64_t step = cluster * kTeams; step < p.rows; step += row_stride) {
-      const int64_t row = step + team;
+    for (int64_t step = 0; step < p.rows; step += row_stride) {
+      const int64_t row = team_row(step);
       const bool has_row = row < p.rows;
       async_wait<kStages - kSplit>();  // this thread's copies of every part of `row` have landed
       const RowSlots slots = row_slots(stage);
@@ -680,16 +690,16 @@ __global__ void __launch_bounds__(kBlock, 1)
       Op::finish_round(0, row_sum(pack_sums(0, slots, has_row, stats)), stats, p);
       later_rounds(slots, has_row, stats);
       if (has_row) store_row(row, slots, stats, std::integral_constant<int, 0>{});
-      stage_ahead(row, 0, stage);
+      stage_ahead(step, 0, stage);
       if (has_row) store_row(row, slots, stats, std::integral_constant<int, 1>{});
-      stage_ahead(row, 1, next_stage(stage));
+      stage_ahead(step, 1, next_stage(stage));
       stage = next_stage(next_stage(stage));
     }
   } else {
-    for (int64_t step = cluster * kTeams; step < p.rows; step += row_stride) {
-      const int64_t row = step + team;
+    for (int64_t step = 0; step < p.rows; step += row_stride) {
+      const int64_t row = team_row(step);
       const bool has_row = row < p.rows;
-      stage_row(row + (kStages - 1) * row_stride, ahead_stage(stage));
+      stage_row(team_row(step + (kStages - 1) * row_stride), ahead_stage(stage));
       async_wait<kStages - 1>();  // this thread's copies of `row` have landed
 
       const RowSlots slots = row_slots(stage);
