@@ -619,8 +619,8 @@ __global__ void __launch_bounds__(kBlock, 1)
   // Rows go in steps of row_stride, one row per team: in a step that all rows fill, team t of
   // cluster c takes row step + c * kTeams + t (a block's teams on consecutive rows). A last,
   // partial step deals its rows over the clusters first (team t of cluster c takes step + t *
-  // clusters + c), so that every SM takes its share of them: dealt as the full steps, a quarter
-  // of 4096 rows of 8192 left 32 of 132 SMs without a row in the last step
+  // clusters + c), so that every SM takes its share of them: dealt as the full steps are, the
+  // last step of 4096 rows of 8192 (400 rows for 528 teams) left 32 of 132 SMs without a row
   // (KBENCH_SPREAD_LAST_STEP). A ring of kStages row buffers: a team's row j lives in stage
   // j % kStages, and its rows j + 1 .. j + kStages - 1 are on the way while j computes. The
   // loops run the same steps in every block (a team without a row in a step still joins the
