@@ -104,10 +104,29 @@ constexpr int64_t kGridRowsMaxBlocks = 1024;  // grid_sums.h's slots hold this m
 constexpr int kOneBlockMaxStages = KBENCH_ONE_BLOCK_STAGES;
 
 // A last, partial step of rows dealt over all blocks (1, the default), not to the first blocks'
-// teams in turn (0; a knob for scripts/ab-flags.sh; staged_rows.cuh's team_row).
+// teams in turn (0; a knob for scripts/ab-flags.sh; team_row_of below).
 #ifndef KBENCH_SPREAD_LAST_STEP
 #define KBENCH_SPREAD_LAST_STEP 1
 #endif
+
+// Callable from the kernels as well as from host code and the unit tests.
+#if defined(__CUDACC__) || defined(__HIP__)
+#define KBENCH_HOST_DEVICE __host__ __device__
+#else
+#define KBENCH_HOST_DEVICE
+#endif
+
+// The row a team takes in the step of rows step .. step + row_stride - 1 (staged_rows.cuh's
+// loops; row_stride = row groups x teams per group; a row at or past `rows` is none). In a step
+// the rows fill, a group's teams take consecutive rows (own_offset = group * teams + team); in
+// a last, partial step the rows are dealt over the groups first (spread_offset = team * groups
+// + group), so every SM takes its share of them rather than the first groups all of them.
+// (32-bit offsets: as 64-bit ones, rmsnorm's forward at 8 packs spilled.)
+KBENCH_HOST_DEVICE constexpr int64_t team_row_of(int64_t step, int64_t rows, int64_t row_stride,
+                                                 int own_offset, int spread_offset) {
+  const bool full = !KBENCH_SPREAD_LAST_STEP || step + row_stride <= rows;
+  return step + (full ? own_offset : spread_offset);
+}
 
 // Shared memory of one stage (one row per team) of `staged` tensors, `packs` per thread.
 constexpr size_t stage_bytes(int staged, int packs) {

@@ -365,7 +365,8 @@ __global__ void __launch_bounds__(kBlock, 1)
   constexpr int kTeams = kBlock / kTeam;
   using Sums = typename Op::Sums;
   static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
-  static_assert(kSplit == 1 || (kCluster == 1 && kStages > kSplit), "a split row and one part ahead");
+  static_assert(kSplit == 1 || (kCluster == 1 && kStages > kSplit),
+                "a split row and one part ahead");
   static_assert(kFold == 1 || (kCluster == 1 && Op::kColGrads > 0));
   static_assert(!kGridRows || (kCluster > 1 && kTeams <= kGridMaxTeams));
   constexpr bool kHardwareCluster = kCluster > 1 && !kGridRows;
@@ -395,7 +396,9 @@ __global__ void __launch_bounds__(kBlock, 1)
   // This thread's slots of a stage (computed once per row), then tensor i's pack k at a
   // constant offset from them.
   int4* const thread_slots = stages + threadIdx.x;
-  const auto stage_slots = [&](int stage) { return thread_slots + stage * (S * kStagePacks * kBlock); };
+  const auto stage_slots = [&](int stage) {
+    return thread_slots + stage * (S * kStagePacks * kBlock);
+  };
   // A row's stage, or (split rows) stages: part h (packs h * kStagePacks ..) in the stage after
   // part h - 1's. (A plain pointer where rows are not split: as a struct, the compiler redid
   // each pack's shared address in its branch.)
@@ -409,7 +412,9 @@ __global__ void __launch_bounds__(kBlock, 1)
     } else {
       SplitSlots slots;
 #pragma unroll
-      for (int h = 0; h < kSplit; ++h) slots.part[h] = stage_slots(stage + h < kStages ? stage + h : stage + h - kStages);
+      for (int h = 0; h < kSplit; ++h) {
+        slots.part[h] = stage_slots(stage + h < kStages ? stage + h : stage + h - kStages);
+      }
       return slots;
     }
   };
@@ -474,7 +479,9 @@ __global__ void __launch_bounds__(kBlock, 1)
       part = slots.part[k / kStagePacks];
     }
 #pragma unroll
-    for (int i = 0; i < S; ++i) *reinterpret_cast<int4*>(&in[i]) = part[(i * kStagePacks + k % kStagePacks) * kBlock];
+    for (int i = 0; i < S; ++i) {
+      *reinterpret_cast<int4*>(&in[i]) = part[(i * kStagePacks + k % kStagePacks) * kBlock];
+    }
   };
 
   // What the thread holds for its columns (w): in registers, or (held_in_shared) after the
@@ -535,7 +542,8 @@ __global__ void __launch_bounds__(kBlock, 1)
 
   // Round `round`'s sums of this thread's packs of the row staged in `slots` (zero where the
   // team has no row).
-  const auto pack_sums = [&](int round, RowSlots slots, bool has_row, const typename Op::Stats& stats) {
+  const auto pack_sums = [&](int round, RowSlots slots, bool has_row,
+                             const typename Op::Stats& stats) {
     Sums sums{};
     if (!has_row) return sums;
     for_valid_packs([&](int k) {
@@ -619,19 +627,16 @@ __global__ void __launch_bounds__(kBlock, 1)
   // Rows go in steps of row_stride, one row per team: in a step that all rows fill, team t of
   // cluster c takes row step + c * kTeams + t (a block's teams on consecutive rows). A last,
   // partial step deals its rows over the clusters first (team t of cluster c takes step + t *
-  // clusters + c), so that every SM takes its share of them: dealt as the full steps are, the
-  // last step of 4096 rows of 8192 (400 rows for 528 teams) left 32 of 132 SMs without a row
-  // (KBENCH_SPREAD_LAST_STEP). A ring of kStages row buffers: a team's row j lives in stage
-  // j % kStages, and its rows j + 1 .. j + kStages - 1 are on the way while j computes. The
-  // loops run the same steps in every block (a team without a row in a step still joins the
-  // row sums).
+  // clusters + c; team_row_of, staged_config.h): dealt as the full steps are, the last step of
+  // 4096 rows of 8192 (400 rows for 528 teams) left 32 of 132 SMs without a row. A ring of
+  // kStages row buffers: a team's row j lives in stage j % kStages, and its rows j + 1 .. j +
+  // kStages - 1 are on the way while j computes. The loops run the same steps in every block (a
+  // team without a row in a step still joins the row sums).
   const int64_t row_stride = clusters * kTeams;
-  // (32-bit offsets: as 64-bit ones, rmsnorm's forward at 8 packs spilled.)
   const int own_offset = static_cast<int>(cluster) * kTeams + team;  // a block per SM at most
   const int spread_offset = team * static_cast<int>(clusters) + static_cast<int>(cluster);
-  const auto team_row = [&](int64_t step) -> int64_t {
-    const bool full = !KBENCH_SPREAD_LAST_STEP || step + row_stride <= p.rows;
-    return step + (full ? own_offset : spread_offset);
+  const auto team_row = [&](int64_t step) {
+    return team_row_of(step, p.rows, row_stride, own_offset, spread_offset);
   };
   if constexpr (kSplit > 1) {  // split rows: every stage, the first parts
 #pragma unroll
@@ -661,7 +666,8 @@ __global__ void __launch_bounds__(kBlock, 1)
       uint32_t next_call = 0;
       if (step + row_stride < p.rows) {
         async_wait<kStages - 2>();  // this thread's copies of the next step's row have landed
-        next_call = send_sum(pack_sums(0, row_slots(next), team_row(step + row_stride) < p.rows, no_stats));
+        const bool next_has_row = team_row(step + row_stride) < p.rows;
+        next_call = send_sum(pack_sums(0, row_slots(next), next_has_row, no_stats));
       }
       const RowSlots slots = row_slots(stage);
       typename Op::Stats stats;
@@ -908,7 +914,8 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const bool multi_block_rows = limits.clusters || KBENCH_GRID_ROWS != 0;
   const bool launched =
       with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>(),
-                         half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>(), split_rows<Op>()>(
+                         half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>(),
+                         split_rows<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kMostStages = C::kCluster > 1 ? kMaxStages : one_block_stages<Op>();

@@ -2,8 +2,10 @@
 // a team or cluster that holds it, the smallest one, and every choice fits shared memory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "kernels/common/staged_config.h"
 
@@ -219,8 +221,8 @@ TEST(StagedConfig, FullRowsKeepTheirPacks) {
 // every row of an op without kSplitRows, as before.
 TEST(StagedConfig, SplitRowsTakeOneBlockAtTwiceThePacks) {
   const auto choose_split = [](int64_t packs, bool clusters) {
-    return choose<32, kForwardPacks, KBENCH_CLUSTER_TEAM, true, kForwardPacks, false, false, false, true>(
-        packs, clusters);
+    return choose<32, kForwardPacks, KBENCH_CLUSTER_TEAM, true, kForwardPacks, false, false, false,
+                  true>(packs, clusters);
   };
   constexpr int64_t kWhole = int64_t{kBlock} * kForwardPacks;  // 4096 packs: 32768 bf16
   for (const int64_t packs : {kWhole + 1, kWhole + 1000, 2 * kWhole}) {
@@ -246,6 +248,42 @@ TEST(StagedConfig, SplitRowsTakeOneBlockAtTwiceThePacks) {
   EXPECT_EQ(stages_of(1, kForwardPacks, kOneBlockMaxStages), 3);
   EXPECT_EQ(stages_of(2, kPacks, kOneBlockMaxStages), 3);
   EXPECT_EQ(stages_of(1, kForwardPacks, kMaxStages), 3);  // polynorm's forward (4 at most)
+}
+
+// The steps of rows (team_row_of, as staged_rows.cuh's loops take them): every row goes to
+// exactly one team, within its step; a step the rows fill keeps a group's teams on consecutive
+// rows; a last, partial step gives every group as many of its rows as any other to within one.
+TEST(StagedConfig, EveryRowGoesToOneTeamAndTheLastStepToEveryGroup) {
+  for (const auto& [groups, teams] : {std::pair{132, 4}, {132, 16}, {66, 2}, {16, 4}, {3, 1}}) {
+    const int64_t stride = int64_t{groups} * teams;
+    for (const int64_t rows : {int64_t{1}, int64_t{7}, stride - 1, stride, stride + 1,
+                               int64_t{4096}, int64_t{4100}, 8 * stride - 5}) {
+      std::vector<int> taken(rows, 0);
+      for (int64_t step = 0; step < rows; step += stride) {
+        const bool partial = step + stride > rows;
+        std::vector<int> per_group(groups, 0);
+        for (int g = 0; g < groups; ++g) {
+          for (int t = 0; t < teams; ++t) {
+            const int64_t row = team_row_of(step, rows, stride, g * teams + t, t * groups + g);
+            ASSERT_GE(row, step);
+            ASSERT_LT(row, step + stride);
+            if (!partial) {
+              EXPECT_EQ(row, step + g * teams + t);
+            }
+            if (row < rows) {
+              ++taken[row];
+              ++per_group[g];
+            }
+          }
+        }
+        const auto [least, most] = std::minmax_element(per_group.begin(), per_group.end());
+        if (partial) {
+          EXPECT_LE(*most - *least, 1) << groups << "x" << teams << ", " << rows << " rows";
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(taken[r], 1) << "row " << r << " of " << rows;
+    }
+  }
 }
 
 TEST(StagedConfig, WithoutClustersOnlyRowsOneBlockHolds) {
