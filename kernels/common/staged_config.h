@@ -256,9 +256,14 @@ bool with_wide_rows(int64_t packs, F&& f) {
 // (kernels/rmsnorm/NOTES.md, seventeenth session). The same on each of a cluster of 2 blocks,
 // for rows up to 4 times a block's (not pipelined: one part ahead), measured 5-18 points
 // slower at 44000-65536 bf16 (H200), but for polynorm_bwd at 52000: not taken.
+//
+// kWidePacks (staged_rows.cuh's wide_packs): rows past a 256-thread team's packs take the
+// configurations of kWidePacks packs per thread instead, kClusterPacks with them (layernorm's
+// forward: 8 up to there, 4 beyond).
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
-          bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false, class F>
+          bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
+          int kWidePacks = kPacks, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -271,39 +276,48 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   if (packs <= 64 * kPacks) return with_fitted_packs<64, kPacks, kFit, kHalfTeams>(packs, f), true;
   if (packs <= 128 * kPacks) return with_fitted_packs<128, kPacks, kFit, kHalfTeams>(packs, f), true;
   if (packs <= 256 * kPacks) return with_fitted_packs<256, kPacks, kFit, kHalfTeams>(packs, f), true;
-  if constexpr (kWide) {
-    // Rows that fill more than 3/4 of a whole-block team's packs (12296-16384 bf16 at 4) and
-    // wider: with_wide_rows. Larger groups of blocks, so fewer of them and fewer partial rows
-    // of the column gradients (33 instead of 66 folded ones at 16384, 8 instead of 15 at 65536
-    // on 132 SMs), and four teams per block, whose row sums overlap.
-    if (clusters && 4 * packs > 3 * kBlock * kPacks && with_wide_rows<kPacks>(packs, f)) return true;
+  if constexpr (kWidePacks != kPacks) {
+    return with_staged_config<kWarpSize, kWidePacks, kClusterTeam, kFit, kWidePacks, kHalfTeams,
+                              kWide, kFullRowsKeepPacks, kSplitRows>(packs, clusters, f);
+  } else {
+    if constexpr (kWide) {
+      // Rows that fill more than 3/4 of a whole-block team's packs (12296-16384 bf16 at 4) and
+      // wider: with_wide_rows. Larger groups of blocks, so fewer of them and fewer partial rows
+      // of the column gradients (33 instead of 66 folded ones at 16384, 8 instead of 15 at 65536
+      // on 132 SMs), and four teams per block, whose row sums overlap.
+      if (clusters && 4 * packs > 3 * kBlock * kPacks && with_wide_rows<kPacks>(packs, f)) {
+        return true;
+      }
+    }
+    if (packs <= 512 * kPacks) {
+      return with_fitted_packs<512, kPacks, kFit, kHalfTeams>(packs, f), true;
+    }
+    if constexpr (kSplitRows) {
+      if (packs <= 2 * kBlock * kPacks) return f(StagedConfig<kBlock, 1, 2 * kPacks, 2>{}), true;
+    }
+    if (!clusters) return false;
+    constexpr int kTeam = kClusterTeam;
+    static_assert(kTeam >= kWarpTeam && kTeam <= kBlock && kBlock % kTeam == 0);
+    if constexpr (kClusterPacks != kPacks) {
+      // Fewer packs per thread over 8 blocks, so more stages, where the row fills more than 3/4
+      // of them (staged_rows.cuh's kClusterPacks). Rows that fill less keep kPacks: their
+      // stages would carry too few bytes. So do full rows where kFullRowsKeepPacks.
+      constexpr int kCP = kClusterPacks;
+      constexpr int64_t kTeamSlots = int64_t{8} * kTeam * kPacks;
+      const bool keeps = kFullRowsKeepPacks && packs <= kTeamSlots && 8 * packs >= 7 * kTeamSlots;
+      const auto fills = [packs](int64_t slots) { return packs <= slots && 4 * packs > 3 * slots; };
+      if (!keeps && fills(8 * 256 * kCP)) return f(StagedConfig<256, 8, kCP>{}), true;
+      if (!keeps && fills(8 * kBlock * kCP)) return f(StagedConfig<kBlock, 8, kCP>{}), true;
+    }
+    if (packs <= 2 * kTeam * kPacks) return f(StagedConfig<kTeam, 2, kPacks>{}), true;
+    if (packs <= 4 * kTeam * kPacks) return f(StagedConfig<kTeam, 4, kPacks>{}), true;
+    if (packs <= 8 * kTeam * kPacks) return f(StagedConfig<kTeam, 8, kPacks>{}), true;
+    if constexpr (kTeam < 256) {
+      if (packs <= 8 * 256 * kPacks) return f(StagedConfig<256, 8, kPacks>{}), true;
+    }
+    if (packs <= 8 * kBlock * kPacks) return f(StagedConfig<kBlock, 8, kPacks>{}), true;
+    return false;
   }
-  if (packs <= 512 * kPacks) return with_fitted_packs<512, kPacks, kFit, kHalfTeams>(packs, f), true;
-  if constexpr (kSplitRows) {
-    if (packs <= 2 * kBlock * kPacks) return f(StagedConfig<kBlock, 1, 2 * kPacks, 2>{}), true;
-  }
-  if (!clusters) return false;
-  constexpr int kTeam = kClusterTeam;
-  static_assert(kTeam >= kWarpTeam && kTeam <= kBlock && kBlock % kTeam == 0);
-  if constexpr (kClusterPacks != kPacks) {
-    // Fewer packs per thread over 8 blocks, so more stages, where the row fills more than 3/4
-    // of them (staged_rows.cuh's kClusterPacks). Rows that fill less keep kPacks: their
-    // stages would carry too few bytes. So do full rows where kFullRowsKeepPacks.
-    constexpr int kCP = kClusterPacks;
-    constexpr int64_t kTeamSlots = int64_t{8} * kTeam * kPacks;
-    const bool keeps = kFullRowsKeepPacks && packs <= kTeamSlots && 8 * packs >= 7 * kTeamSlots;
-    const auto fills = [packs](int64_t slots) { return packs <= slots && 4 * packs > 3 * slots; };
-    if (!keeps && fills(8 * 256 * kCP)) return f(StagedConfig<256, 8, kCP>{}), true;
-    if (!keeps && fills(8 * kBlock * kCP)) return f(StagedConfig<kBlock, 8, kCP>{}), true;
-  }
-  if (packs <= 2 * kTeam * kPacks) return f(StagedConfig<kTeam, 2, kPacks>{}), true;
-  if (packs <= 4 * kTeam * kPacks) return f(StagedConfig<kTeam, 4, kPacks>{}), true;
-  if (packs <= 8 * kTeam * kPacks) return f(StagedConfig<kTeam, 8, kPacks>{}), true;
-  if constexpr (kTeam < 256) {
-    if (packs <= 8 * 256 * kPacks) return f(StagedConfig<256, 8, kPacks>{}), true;
-  }
-  if (packs <= 8 * kBlock * kPacks) return f(StagedConfig<kBlock, 8, kPacks>{}), true;
-  return false;
 }
 
 }  // namespace kbench::staged_rows

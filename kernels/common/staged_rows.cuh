@@ -43,6 +43,10 @@
 //   SharedHeld, hold_shared(p, col)  (optional) what kHeldShared keeps instead of Held (w as
 //                                               floats, converted once); add_sums and store_out
 //                                               then take either (shared_held_t)
+//   kHeldSharedPacks  (optional)                Held in shared memory also wherever a thread
+//                                               holds this many packs or more (held_in_shared)
+//   kWidePacks  (optional)                      packs per thread for rows past a 256-thread
+//                                               team's kPacks (wide_packs)
 //   kWideRows  (optional)                       true: rows past 3/4 of a whole-block team over
 //                                               2-16 blocks of four 128-thread teams, as grid
 //                                               rows (staged_config.h's with_wide_rows)
@@ -100,7 +104,9 @@
 // one staged tensor at 4, 5 on half the team), so smaller stages and more of them; so do rows
 // over 8 blocks of ops with kClusterPacks (three staged tensors at 2 packs: 4 stages). Ops
 // with kHeldShared add their held values after the stages for rows over several blocks
-// (layernorm_bwd's w: 16 KB of floats in 128-thread teams, 16-32 KB of bf16 in wider ones).
+// (layernorm_bwd's w: 16 KB of floats in 128-thread teams, 16-32 KB of bf16 in wider ones), ops
+// with kHeldSharedPacks for rows at that many packs (layernorm's w and b at 6 or 8 packs: 8-64
+// KB, with one stage fewer where they would not fit beside the stages: stages_beside_held).
 // A row needs a whole number of 16-byte packs and 16-byte aligned rows (the vector path);
 // launchers send other rows to their register kernels.
 #pragma once
@@ -174,6 +180,13 @@ constexpr int cluster_packs() {
   return KBENCH_POLICY_OPTION(kClusterPacks, Op::kPacks);
 }
 
+// Packs per thread for rows wider than a 256-thread team holds at Op::kPacks: Op::kWidePacks
+// where the op has one (layernorm's forward: 8 packs up to there, 4 beyond), else Op::kPacks.
+template <class Op>
+constexpr int wide_packs() {
+  return KBENCH_POLICY_OPTION(kWidePacks, Op::kPacks);
+}
+
 // At most how many stages for rows one block holds: Op::kOneBlockStages where the op has one,
 // else kOneBlockMaxStages (staged_config.h).
 template <class Op>
@@ -214,11 +227,16 @@ constexpr bool split_rows() {
 #ifndef KBENCH_HELD_SHARED
 #define KBENCH_HELD_SHARED 1
 #endif
-template <class Op, int kCluster>
+// Ops with kHeldSharedPacks keep it there, too, wherever a thread holds that many packs or
+// more (layernorm's forward: w and b at 8 packs, as registers they would take 64).
+template <class Op, class Config>
 __host__ __device__ constexpr bool held_in_shared() {
+  if constexpr (requires { Op::kHeldSharedPacks; }) {
+    if (Config::kPacks >= Op::kHeldSharedPacks) return true;
+  }
   if constexpr (requires { Op::kHeldShared; }) {
     return Op::kHeldShared &&
-           (KBENCH_HELD_SHARED == 2 || (KBENCH_HELD_SHARED == 1 && kCluster > 1));
+           (KBENCH_HELD_SHARED == 2 || (KBENCH_HELD_SHARED == 1 && Config::kCluster > 1));
   } else {
     return false;
   }
@@ -253,9 +271,21 @@ using shared_held_t = typename SharedHeldOf<Op, kSharedHeldIsOwn<Op, Config, kSt
 template <class Op, class Config, int kStages>
 constexpr size_t staged_shared_bytes() {
   return kStages * stage_bytes(Op::kStaged, Config::kStagePacks) +
-         (held_in_shared<Op, Config::kCluster>()
+         (held_in_shared<Op, Config>()
               ? size_t{Config::kPacks} * Config::kTeam * sizeof(shared_held_t<Op, Config, kStages>)
               : 0);
+}
+
+// kStages, or fewer (never under 2) where the held values beside them would pass what a block
+// may take (sm_90: 227 KB, less the kernel's own few hundred bytes of sums).
+constexpr size_t kBlockSharedLimit = 226 * 1024;
+template <class Op, class Config, int kStages>
+constexpr int stages_beside_held() {
+  if constexpr (kStages > 2 && staged_shared_bytes<Op, Config, kStages>() > kBlockSharedLimit) {
+    return stages_beside_held<Op, Config, kStages - 1>();
+  } else {
+    return kStages;
+  }
 }
 
 // Does Op fit its packs per thread to the row (with_fitted_packs)? Op::kFitPacks where the op
@@ -489,7 +519,7 @@ __global__ void __launch_bounds__(kBlock, 1)
   // [pack][slot][lane] (conflict-free reads; SharedHeld may take several).
   using Held = typename Op::Held;
   using SharedHeld = shared_held_t<Op, Config, kStages>;
-  constexpr bool kHeldShared = held_in_shared<Op, kCluster>();
+  constexpr bool kHeldShared = held_in_shared<Op, Config>();
   constexpr int kHeldSlots = static_cast<int>(sizeof(SharedHeld) / sizeof(int4));
   static_assert(!kHeldShared || sizeof(SharedHeld) % sizeof(int4) == 0);
   Held held_regs[kHeldShared ? 1 : kPacks];
@@ -915,11 +945,12 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const bool launched =
       with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>(),
                          half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>(),
-                         split_rows<Op>()>(
+                         split_rows<Op>(), wide_packs<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kMostStages = C::kCluster > 1 ? kMaxStages : one_block_stages<Op>();
-    constexpr int kStages = stages_of(Op::kStaged, C::kStagePacks, kMostStages);
+    constexpr int kStages =
+        stages_beside_held<Op, C, stages_of(Op::kStaged, C::kStagePacks, kMostStages)>();
     constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();
     if (kShared > limits.shared_bytes) return;
     finalized = finalizes_in_kernel<Op, C::kCluster>();

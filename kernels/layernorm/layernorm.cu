@@ -376,13 +376,11 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 // v4_vec16_staged: v2's arithmetic on rows staged in shared memory (staged_rows.cuh).
 // ---------------------------------------------------------------------------------------------
 
-// Packs per thread (a knob for scripts/ab-flags.sh): 4, or 8 as the other forwards of one staged
-// tensor (kForwardPacks), w and b then converted at each use (keep_packed: as floats they would
-// take 128 registers and spill). 8 halves the per-row work per element (64 elements a row per
-// thread, not 32) but measured 2-4.5 points of the copy ceiling slower on the H200 at 2K-16K
-// bf16 (same run: 86.9 / 86.9 against 90.5 / 89.8 at 8192x4096).
+// Packs per thread (a knob for scripts/ab-flags.sh): 8 for rows a team of up to 256 threads
+// holds, w and b then in shared memory (kHeldSharedPacks), 4 beyond (kWidePacks), w and b in
+// registers; 4 everywhere (w and b always in registers) was the layout before.
 #ifndef KBENCH_LAYERNORM_PACKS
-#define KBENCH_LAYERNORM_PACKS 4
+#define KBENCH_LAYERNORM_PACKS 8
 #endif
 // The row means as sum * (1/N rounded on the host), not sum / N (an IEEE division is ~10
 // instructions; as layernorm_bwd's row_mean). Same run, bf16, means of two repetitions: H200
@@ -402,7 +400,21 @@ struct LayernormFwdStaged {
   };
   using Sums = float2;
   static constexpr int kStaged = 1;  // x
-  static constexpr int kPacks = KBENCH_LAYERNORM_PACKS;
+  // 8 packs per thread (64 elements of a bf16 row, not 32: half the per-row work per
+  // element) where a team of up to 256 threads holds the row (2K-16K bf16), w and b then in
+  // shared memory, read at each use, from 6 packs on (kHeldSharedPacks): as floats in
+  // registers they took 128 and spilled; packed, converted at each use, they measured 2-4.5
+  // points of the copy ceiling slower than 4 packs (H200). Same run, bf16, % of the copy
+  // ceiling, means of three repetitions, against 4 packs: H200 +0.7 / +3.7 / +5.8 / +2.3 at
+  // 2K / 4K / 8K / 16K (91.2 against 85.3 at 4096x8192), +1.9 / +3.0 / +2.1 at 3072 / 6144 /
+  // 12288 (6 packs). Wider rows keep 4 packs (kWidePacks) and w and b in registers: 8 packs
+  // measured 1-3 points slower at 32K and 64K, and their w and b would not fit beside 2
+  // stages. Rows fitted to 4 or 5 packs (1K, 5120) keep theirs in registers: in shared memory
+  // they measured 1.9 and 2.6 slower (H200). fp32 keeps 4 packs: at 8 it measured 0.3-1.9
+  // (H200) and 2-3 (H100) points slower at 1K-8K in the sweeps.
+  static constexpr int kPacks = sizeof(T) == 2 ? KBENCH_LAYERNORM_PACKS : 4;
+  static constexpr int kWidePacks = 4;
+  static constexpr int kHeldSharedPacks = 6;
   // Fitted packs: 5120 bf16 on a team of 128 at 5 packs per thread (staged_config.h's
   // kHalfTeams), every slot used. Same run, bf16, % of the copy ceiling, three repetitions: H100
   // 96.9 / 96.9 / 96.7 against 93.9 / 93.7 / 93.5 at 4 packs on 256 threads; H200 91.9 / 92.2 /
@@ -456,10 +468,6 @@ struct LayernormFwdStaged {
   __device__ static void store_out(const Params& p, int64_t row, int64_t col, const Vec16<T> (&in)[1],
                                    const Held& h, const Stats& s, Acc&) {
     Vec16<T> w = h.w, b = h.b;
-    if constexpr (kPacks > 4) {
-      keep_packed(w);
-      keep_packed(b);
-    }
     store_vec(p.y + row * p.cols + col, normalize(in[0], w, b, s.mean, s.rstd));
   }
   static T* col_grad(const Params&, int) { return nullptr; }

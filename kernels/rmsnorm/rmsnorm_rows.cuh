@@ -248,6 +248,12 @@ void launch_regs(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 // launch_regs (v4).
 // ---------------------------------------------------------------------------------------------
 
+// A row's mean square as sum * (1 / N), 1 / N computed once per kernel (the compiler hoists
+// it out of the row loop), not sum / N, an IEEE division (~10 instructions) per row: a knob
+// for scripts/ab-flags.sh (0 divides).
+#ifndef KBENCH_RMSNORM_FWD_RECIPROCAL
+#define KBENCH_RMSNORM_FWD_RECIPROCAL 1
+#endif
 template <class T>
 struct RmsnormFwdStaged {
   using Type = T;
@@ -282,7 +288,12 @@ struct RmsnormFwdStaged {
     }
   }
   __device__ static void finish_round(int, float2 total, Stats& s, const Params& p) {
-    s.rstd = rsqrtf(total.x / static_cast<float>(p.cols) + p.eps);
+#if KBENCH_RMSNORM_FWD_RECIPROCAL
+    const float mean_sq = total.x * (1.f / static_cast<float>(p.cols));  // 1 / N: out of the loop
+#else
+    const float mean_sq = total.x / static_cast<float>(p.cols);
+#endif
+    s.rstd = rsqrtf(mean_sq + p.eps);
   }
   template <class Acc>
   __device__ static void store_out(const Params& p, int64_t row, int64_t col, const Vec16<T> (&in)[1],

@@ -22,11 +22,12 @@ struct Choice {
 
 template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false,
-          bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false>
+          bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
+          int kWidePacks = kThreadPacks>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
   c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks,
-                               kHalfTeams, kWide, kFullRowsKeepPacks, kSplitRows>(
+                               kHalfTeams, kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
@@ -248,6 +249,27 @@ TEST(StagedConfig, SplitRowsTakeOneBlockAtTwiceThePacks) {
   EXPECT_EQ(stages_of(1, kForwardPacks, kOneBlockMaxStages), 3);
   EXPECT_EQ(stages_of(2, kPacks, kOneBlockMaxStages), 3);
   EXPECT_EQ(stages_of(1, kForwardPacks, kMaxStages), 3);  // polynorm's forward (4 at most)
+}
+
+// kWidePacks (layernorm's forward: 8 packs, 4 beyond): rows a team of up to 256 threads holds
+// at the op's packs take them; wider rows take what an op of kWidePacks packs would.
+TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
+  const auto choose_wide = [](int64_t packs) {
+    return choose<32, 8, KBENCH_CLUSTER_TEAM, true, 8, false, false, false, false, 4>(packs, true);
+  };
+  for (int64_t packs = 1; packs <= 8 * kBlock * 4; packs += 7) {
+    const Choice c = choose_wide(packs);
+    const Choice eight = choose<32, 8>(packs, true);
+    const Choice four = choose<32, 4>(packs, true);
+    const Choice& expected = packs <= 256 * 8 ? eight : four;
+    ASSERT_TRUE(c.taken) << packs;
+    ASSERT_EQ(c.team, expected.team) << packs;
+    ASSERT_EQ(c.cluster, expected.cluster) << packs;
+    ASSERT_EQ(c.packs, expected.packs) << packs;
+  }
+  EXPECT_EQ(choose_wide(2048).packs, 8);  // 16384 bf16: team 256 at 8
+  EXPECT_EQ(choose_wide(4096).packs, 4);  // 32768 bf16: over blocks at 4, not team 512 at 8
+  EXPECT_GT(choose_wide(4096).cluster, 1);
 }
 
 // The steps of rows (team_row_of, as staged_rows.cuh's loops take them): every row goes to
