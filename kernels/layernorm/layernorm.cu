@@ -376,9 +376,10 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 // v4_vec16_staged: v2's arithmetic on rows staged in shared memory (staged_rows.cuh).
 // ---------------------------------------------------------------------------------------------
 
-// Packs per thread (a knob for scripts/ab-flags.sh): 8 for rows a team of up to 256 threads
-// holds, w and b then in shared memory (kHeldSharedPacks), 4 beyond (kWidePacks), w and b in
-// registers; 4 everywhere (w and b always in registers) was the layout before.
+// Packs per thread for 16-bit types (a knob for scripts/ab-flags.sh; fp32 takes 4): 8 for rows
+// a team of up to 256 threads holds, w and b then in shared memory (kHeldSharedPacks), 4
+// beyond (kWidePacks), w and b in registers; 4 everywhere (w and b always in registers) was
+// the layout before.
 #ifndef KBENCH_LAYERNORM_PACKS
 #define KBENCH_LAYERNORM_PACKS 8
 #endif
