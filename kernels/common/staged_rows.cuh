@@ -25,6 +25,14 @@
 //   store_out(p, row, col, in, held, stats, acc)  the output pack(s) at (row, col) (y; y and
 //                                               h; dx); acc[g * V + e] += gradient g of its
 //                                               element e
+//   kRestagesIn<Config>  (optional; ops of one round)  true: in Config's rows the op makes
+//                                               an output that needs no row sum (fused_add_
+//                                               rmsnorm's h) in the sums pass, where it is
+//                                               stored, and keeps it over staged tensor 0's
+//                                               pack (restages); there the kernel calls
+//   add_sums_restage(round, sums, in, held, stats, p, row, col)  add_sums that also makes that
+//                                               output, stores it and returns it, and
+//   store_restaged(p, row, col, in, held, stats, acc)  store_out with in[0] that output
 //   col_grad(p, g)                              where column gradient g goes
 //   kClusterTeam  (optional)                    threads per row in a block of a cluster, if not
 //                                               KBENCH_CLUSTER_TEAM (staged_config.h)
@@ -303,6 +311,18 @@ constexpr bool half_teams() {
   return KBENCH_POLICY_OPTION(kHalfTeams, Op::kStaged == 1 && fit_packs<Op>());
 }
 
+// Does Op, in Config's rows, make an output in its sums pass and keep it in place of staged
+// tensor 0's pack (kRestagesIn, add_sums_restage, store_restaged)? Then the outputs pass reads
+// it rather than making it again.
+template <class Op, class Config>
+constexpr bool restages = [] {
+  if constexpr (requires { Op::template kRestagesIn<Config>; }) {
+    return Op::template kRestagesIn<Config>;
+  } else {
+    return false;
+  }
+}();
+
 // Does Op sum a float4 per row over all rows (row_total, finish_totals)?
 template <class Op>
 constexpr bool has_row_totals = requires(const typename Op::Stats& s) { Op::row_total(s); };
@@ -501,6 +521,16 @@ __global__ void __launch_bounds__(kBlock, 1)
     async_commit();
   };
   const auto stage_row = [&](int64_t row, int stage) { stage_part(row, 0, stage); };  // kSplit 1
+  // Tensor i's pack k of a row's stage(s): its slot.
+  const auto pack_slot = [&](RowSlots slots, int i, int k) -> const int4& {
+    const int4* part;
+    if constexpr (kSplit == 1) {
+      part = slots;
+    } else {
+      part = slots.part[k / kStagePacks];
+    }
+    return part[(i * kStagePacks + k % kStagePacks) * kBlock];
+  };
   const auto staged_pack = [&](RowSlots slots, int k, Vec16<T> (&in)[S]) {
     const int4* part;
     if constexpr (kSplit == 1) {
@@ -570,16 +600,24 @@ __global__ void __launch_bounds__(kBlock, 1)
   // Scalar gradients: every thread of a team adds up its rows' (bitwise equal) row_totals.
   float4 totals = make_float4(0.f, 0.f, 0.f, 0.f);
 
-  // Round `round`'s sums of this thread's packs of the row staged in `slots` (zero where the
-  // team has no row).
-  const auto pack_sums = [&](int round, RowSlots slots, bool has_row,
+  // Round `round`'s sums of this thread's packs of `row`, staged in `slots` (zero where the
+  // team has no row). Ops that restage write their output over tensor 0's packs here (each
+  // thread its own slots: no barrier).
+  constexpr bool kRestages = restages<Op, Config>;
+  static_assert(!kRestages || Op::kRounds == 1);
+  const auto pack_sums = [&](int round, RowSlots slots, int64_t row, bool has_row,
                              const typename Op::Stats& stats) {
     Sums sums{};
     if (!has_row) return sums;
     for_valid_packs([&](int k) {
       Vec16<T> in[S];
       staged_pack(slots, k, in);
-      Op::add_sums(round, sums, in, held(k), stats);
+      if constexpr (kRestages) {
+        const Vec16<T> out = Op::add_sums_restage(round, sums, in, held(k), stats, p, row, col_of(k));
+        const_cast<int4&>(pack_slot(slots, 0, k)) = *reinterpret_cast<const int4*>(&out);  // own slot
+      } else {
+        Op::add_sums(round, sums, in, held(k), stats);
+      }
     }, kAllParts);
     return sums;
   };
@@ -595,7 +633,11 @@ __global__ void __launch_bounds__(kBlock, 1)
     for_valid_packs([&](int k) {
       Vec16<T> in[S];
       staged_pack(slots, k, in);
-      Op::store_out(p, row, col_of(k), in, held(k), stats, acc[k]);
+      if constexpr (kRestages) {
+        Op::store_restaged(p, row, col_of(k), in, held(k), stats, acc[k]);
+      } else {
+        Op::store_out(p, row, col_of(k), in, held(k), stats, acc[k]);
+      }
     }, part);
   };
 
@@ -640,13 +682,13 @@ __global__ void __launch_bounds__(kBlock, 1)
     return v;
   };
   // Rounds after the first, where the op has them and the row needs them.
-  const auto later_rounds = [&](RowSlots slots, bool has_row, typename Op::Stats& stats) {
+  const auto later_rounds = [&](RowSlots slots, int64_t row, bool has_row, typename Op::Stats& stats) {
 #pragma unroll
     for (int round = 1; round < Op::kRounds; ++round) {
       if constexpr (requires { Op::needs_round(round, stats); }) {
         if (!Op::needs_round(round, stats)) break;  // the same in the whole cluster
       }
-      Op::finish_round(round, row_sum(pack_sums(round, slots, has_row, stats)), stats, p);
+      Op::finish_round(round, row_sum(pack_sums(round, slots, row, has_row, stats)), stats, p);
     }
   };
 
@@ -686,7 +728,7 @@ __global__ void __launch_bounds__(kBlock, 1)
     uint32_t row_call = 0;
     if (p.rows > 0) {
       async_wait<kStages - 2>();  // the first row
-      row_call = send_sum(pack_sums(0, row_slots(0), team_row(0) < p.rows, no_stats));
+      row_call = send_sum(pack_sums(0, row_slots(0), team_row(0), team_row(0) < p.rows, no_stats));
     }
     for (int64_t step = 0; step < p.rows; step += row_stride) {
       const int64_t row = team_row(step);
@@ -696,13 +738,13 @@ __global__ void __launch_bounds__(kBlock, 1)
       uint32_t next_call = 0;
       if (step + row_stride < p.rows) {
         async_wait<kStages - 2>();  // this thread's copies of the next step's row have landed
-        const bool next_has_row = team_row(step + row_stride) < p.rows;
-        next_call = send_sum(pack_sums(0, row_slots(next), next_has_row, no_stats));
+        const int64_t next_row = team_row(step + row_stride);
+        next_call = send_sum(pack_sums(0, row_slots(next), next_row, next_row < p.rows, no_stats));
       }
       const RowSlots slots = row_slots(stage);
       typename Op::Stats stats;
       Op::finish_round(0, wait_for_row_blocks(row_call), stats, p);
-      later_rounds(slots, has_row, stats);
+      later_rounds(slots, row, has_row, stats);
       if (has_row) store_row(row, slots, stats, kAllParts);
       row_call = next_call;
       stage = next;
@@ -723,8 +765,8 @@ __global__ void __launch_bounds__(kBlock, 1)
       async_wait<kStages - kSplit>();  // this thread's copies of every part of `row` have landed
       const RowSlots slots = row_slots(stage);
       typename Op::Stats stats;
-      Op::finish_round(0, row_sum(pack_sums(0, slots, has_row, stats)), stats, p);
-      later_rounds(slots, has_row, stats);
+      Op::finish_round(0, row_sum(pack_sums(0, slots, row, has_row, stats)), stats, p);
+      later_rounds(slots, row, has_row, stats);
       if (has_row) store_row(row, slots, stats, std::integral_constant<int, 0>{});
       stage_ahead(step, 0, stage);
       if (has_row) store_row(row, slots, stats, std::integral_constant<int, 1>{});
@@ -740,8 +782,8 @@ __global__ void __launch_bounds__(kBlock, 1)
 
       const RowSlots slots = row_slots(stage);
       typename Op::Stats stats;
-      Op::finish_round(0, row_sum(pack_sums(0, slots, has_row, stats)), stats, p);
-      later_rounds(slots, has_row, stats);
+      Op::finish_round(0, row_sum(pack_sums(0, slots, row, has_row, stats)), stats, p);
+      later_rounds(slots, row, has_row, stats);
       if (has_row) store_row(row, slots, stats, kAllParts);
       stage = next_stage(stage);
     }
