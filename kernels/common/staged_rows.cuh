@@ -521,7 +521,9 @@ __global__ void __launch_bounds__(kBlock, 1)
     async_commit();
   };
   const auto stage_row = [&](int64_t row, int stage) { stage_part(row, 0, stage); };  // kSplit 1
-  // Tensor i's pack k of a row's stage(s): its slot.
+  // Tensor i's pack k of a row's stage(s): its slot, for ops that restage. (staged_pack
+  // addresses the same slots itself: through this lambda, other ops' kernels compiled to a few
+  // instructions more or fewer.)
   const auto pack_slot = [&](RowSlots slots, int i, int k) -> const int4& {
     const int4* part;
     if constexpr (kSplit == 1) {
@@ -613,8 +615,10 @@ __global__ void __launch_bounds__(kBlock, 1)
       Vec16<T> in[S];
       staged_pack(slots, k, in);
       if constexpr (kRestages) {
-        const Vec16<T> out = Op::add_sums_restage(round, sums, in, held(k), stats, p, row, col_of(k));
-        const_cast<int4&>(pack_slot(slots, 0, k)) = *reinterpret_cast<const int4*>(&out);  // own slot
+        const Vec16<T> out =
+            Op::add_sums_restage(round, sums, in, held(k), stats, p, row, col_of(k));
+        // This thread's own slot: no other thread reads it.
+        const_cast<int4&>(pack_slot(slots, 0, k)) = *reinterpret_cast<const int4*>(&out);
       } else {
         Op::add_sums(round, sums, in, held(k), stats);
       }
@@ -682,7 +686,8 @@ __global__ void __launch_bounds__(kBlock, 1)
     return v;
   };
   // Rounds after the first, where the op has them and the row needs them.
-  const auto later_rounds = [&](RowSlots slots, int64_t row, bool has_row, typename Op::Stats& stats) {
+  const auto later_rounds = [&](RowSlots slots, int64_t row, bool has_row,
+                                 typename Op::Stats& stats) {
 #pragma unroll
     for (int round = 1; round < Op::kRounds; ++round) {
       if constexpr (requires { Op::needs_round(round, stats); }) {

@@ -14,8 +14,9 @@
 //   v3_vec16_staged x and r staged in shared memory by async copies, each team's next rows in
 //                   flight while it reduces and writes this one (kernels/common/
 //                   staged_rows.cuh, as rmsnorm's v5): h = x + r summed from shared memory,
-//                   then h and y written; a cluster of blocks per row past 16384 bf16.
-//                   Unaligned rows take v2's.
+//                   then h and y written (h in the sums pass, kept over x, where a team of 256
+//                   or 512 threads holds the row); split rows up to 32768 bf16, a cluster of
+//                   blocks per row past that. Unaligned rows take v2's.
 #include <cstdint>
 
 #include "harness/registry.h"
@@ -113,7 +114,7 @@ struct FusedAddRmsnormStaged : rmsnorm_rows::RmsnormFwdStaged<T> {
   // against h made again and stored with y: H200 +0.6 / +1.3 / +0.8 at 5120 / 8K / 16K, H100
   // +0.7 / +0.7 / +1.3 (fp16 +1.1 / +1.7 at 16K). Written so for every row it measured -0.3 to
   // -0.7 for warp teams (1K, 2K) and split or cluster rows (32K, 64K) on both cards, and h
-  // made once but stored with y within +-0.4 of before (H100).
+  // made once but stored with y within +-0.4 of before (H100): the stores' timing is the gain.
   template <class Config>
   static constexpr bool kRestagesIn = KBENCH_FUSED_ADD_EARLY_H && Config::kTeam >= 256 &&
                                       Config::kCluster == 1 && Config::kSplit == 1;
