@@ -15,8 +15,8 @@
 //                   flight while it reduces and writes this one (kernels/common/
 //                   staged_rows.cuh, as rmsnorm's v5): h = x + r summed from shared memory,
 //                   then h and y written (h in the sums pass, kept over x, where a team of 256
-//                   or 512 threads holds the row); split rows up to 32768 bf16, a cluster of
-//                   blocks per row past that. Unaligned rows take v2's.
+//                   or 512 threads of one block holds the row in one stage); split rows up to
+//                   32768 bf16, a cluster of blocks per row past that. Unaligned rows take v2's.
 #include <cstdint>
 
 #include "harness/registry.h"
