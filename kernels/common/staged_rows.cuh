@@ -313,7 +313,7 @@ constexpr bool half_teams() {
 
 // Does Op, in Config's rows, make an output in its sums pass and keep it in place of staged
 // tensor 0's pack (kRestagesIn, add_sums_restage, store_restaged)? Then the outputs pass reads
-// it rather than making it again.
+// it rather than making it again. (A member template, so not KBENCH_POLICY_OPTION.)
 template <class Op, class Config>
 constexpr bool restages = [] {
   if constexpr (requires { Op::template kRestagesIn<Config>; }) {
