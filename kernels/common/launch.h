@@ -74,4 +74,15 @@ inline void allow_shared_bytes(const void* kernel, size_t bytes, std::atomic<uin
   done.fetch_or(bit);
 }
 
+// Asks that an SM give all it can to shared memory for `kernel` (the carveout; a hint), once per
+// device: the kernels of several blocks per SM need that many blocks' shared memory.
+inline void prefer_shared_carveout(const void* kernel, std::atomic<uint64_t>& done) {
+  int device = 0;
+  KB_GPU_CHECK(gpuGetDevice(&device));
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (done.load() & bit) return;
+  KB_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributePreferredSharedMemoryCarveout, 100));
+  done.fetch_or(bit);
+}
+
 }  // namespace kbench

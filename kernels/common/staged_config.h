@@ -109,6 +109,20 @@ constexpr int kOneBlockMaxStages = KBENCH_ONE_BLOCK_STAGES;
 #define KBENCH_SPREAD_LAST_STEP 1
 #endif
 
+// Blocks per SM for forwards' rows one block holds, for every forward (a knob for
+// scripts/ab-flags.sh: 1 never, 2 every forward where they fit), or 0: each op's
+// (staged_rows.cuh's blocks_per_sm).
+#ifndef KBENCH_FORWARD_BLOCKS_PER_SM
+#define KBENCH_FORWARD_BLOCKS_PER_SM 0
+#endif
+constexpr size_t kSmSharedBytes = 228 * 1024;  // sm_90's shared memory per SM
+// Beside each block's stages: the 1 KB the hardware keeps per block and the kernel's own sums.
+constexpr size_t kBlockSharedExtra = 3 * 1024;
+// Do n blocks of `shared` bytes of stages each fit one SM?
+constexpr bool fits_blocks_per_sm(size_t shared, int n) {
+  return static_cast<size_t>(n) * (shared + kBlockSharedExtra) <= kSmSharedBytes;
+}
+
 // Callable from the kernels as well as from host code and the unit tests.
 #if defined(__CUDACC__) || defined(__HIP__)
 #define KBENCH_HOST_DEVICE __host__ __device__
@@ -135,9 +149,9 @@ constexpr size_t stage_bytes(int staged, int packs) {
 
 // As many stages as fit the budget, never fewer than 2 (this row and the next), at most `most`
 // (kMaxStages; kOneBlockMaxStages for rows one block holds, where the op takes it).
-constexpr int stages_of(int staged, int packs, int most = kMaxStages) {
+constexpr int stages_of(int staged, int packs, int most = kMaxStages, size_t budget = kSharedBudget) {
   int stages = most;
-  while (stages > 2 && stages * stage_bytes(staged, packs) > kSharedBudget) --stages;
+  while (stages > 2 && stages * stage_bytes(staged, packs) > budget) --stages;
   return stages;
 }
 

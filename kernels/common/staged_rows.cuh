@@ -65,6 +65,8 @@
 //                                               kPacks keep them, not kClusterPacks
 //   kOneBlockStages  (optional)                 at most this many stages for rows one block
 //                                               holds, if not kOneBlockMaxStages (staged_config.h)
+//   kBlocksPerSm  (optional)                    a forward's rows one block holds on this many
+//                                               blocks per SM where they fit (blocks_per_sm)
 //   kSplitRows  (optional)                      true: rows up to twice a whole-block team's
 //                                               packs on one block at twice the packs, the row
 //                                               over two stages (staged_config.h's kSplitRows)
@@ -327,6 +329,32 @@ constexpr bool restages = [] {
 template <class Op>
 constexpr bool has_row_totals = requires(const typename Op::Stats& s) { Op::row_total(s); };
 
+// Blocks per SM for a forward's rows one block holds in Config (CUDA; 1 on HIP, where
+// __launch_bounds__'s second argument means something else and nothing was measured):
+// Op::kBlocksPerSm where the op has one, KBENCH_FORWARD_BLOCKS_PER_SM where that is set (a knob
+// for scripts/ab-flags.sh: 1 never, 2 every forward), else 1; and only where that many blocks
+// fit an SM's shared memory with 2 stages or more each (fits_blocks_per_sm: stages of 48 KB or
+// less, so 4-6 packs per thread of one staged tensor, 3 of two). Each block takes 1/n of the
+// stages and 64 registers per thread at n = 2 (polynorm's kernels took 62-87): twice the warps
+// to issue a row's arithmetic, as many bytes in flight.
+template <class Op, class Config>
+constexpr int blocks_per_sm() {
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+  return 1;
+#else
+  constexpr int n = KBENCH_FORWARD_BLOCKS_PER_SM ? KBENCH_FORWARD_BLOCKS_PER_SM
+                                                 : KBENCH_POLICY_OPTION(kBlocksPerSm, 1);
+  if constexpr (n > 1 && Config::kCluster == 1 && Op::kColGrads == 0 && !has_row_totals<Op>) {
+    constexpr int stages =
+        stages_of(Op::kStaged, Config::kStagePacks, one_block_stages<Op>(), kSharedBudget / n);
+    constexpr size_t shared = stages * stage_bytes(Op::kStaged, Config::kStagePacks);
+    return !held_in_shared<Op, Config>() && fits_blocks_per_sm(shared, n) ? n : 1;
+  } else {
+    return 1;
+  }
+#endif
+}
+
 // The column gradients of the kFold blocks of a cluster, each on rows of its own, into one
 // partial row: rank r collects every block's packs k with k % kFold == r (team 0's, which holds
 // its block's after fold_teams), adds them in rank order (deterministic) and writes only those.
@@ -400,8 +428,8 @@ __host__ __device__ constexpr bool finalizes_in_kernel() {
 // blocks that share one partial row per column gradient (fold_cluster). kGridRows (kCluster >
 // 1): the kCluster blocks of a row are consecutive plain blocks, not a hardware cluster, and
 // sum through global memory (grid_sums.h, `grid`) instead of distributed shared memory.
-template <class Op, class Config, int kStages, int kFold = 1, bool kGridRows = false>
-__global__ void __launch_bounds__(kBlock, 1)
+template <class Op, class Config, int kStages, int kFold = 1, bool kGridRows = false, int kBlocksPerSm = 1>
+__global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     staged_rows_kernel(typename Op::Params p, float* partials, GridSums grid) {
   constexpr int kTeam = Config::kTeam;
   constexpr int kCluster = Config::kCluster;
@@ -996,18 +1024,23 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kMostStages = C::kCluster > 1 ? kMaxStages : one_block_stages<Op>();
-    constexpr int kStages =
-        stages_beside_held<Op, C, stages_of(Op::kStaged, C::kStagePacks, kMostStages)>();
+    constexpr int kPerSm = blocks_per_sm<Op, C>();
+    constexpr int kStages = stages_beside_held<
+        Op, C, stages_of(Op::kStaged, C::kStagePacks, kMostStages, kSharedBudget / kPerSm)>();
     constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();
     if (kShared > limits.shared_bytes) return;
     finalized = finalizes_in_kernel<Op, C::kCluster>();
     const int64_t per_sm = std::max(a.sm_count, 1);
     const int64_t row_groups = ceil_div(p.rows, kBlock / C::kTeam);  // a block's teams take a group
     if constexpr (C::kCluster == 1) {
-      auto* kernel = staged_rows_kernel<Op, C, kStages>;
+      auto* kernel = staged_rows_kernel<Op, C, kStages, 1, false, kPerSm>;
       static std::atomic<uint64_t> opted_in{0};  // one per configuration (and Op)
       allow_shared_bytes(reinterpret_cast<const void*>(kernel), kShared, opted_in);
-      const int64_t blocks = std::min(row_groups, per_sm);
+      if constexpr (kPerSm > 1) {
+        static std::atomic<uint64_t> carved_out{0};
+        prefer_shared_carveout(reinterpret_cast<const void*>(kernel), carved_out);
+      }
+      const int64_t blocks = std::min(row_groups, per_sm * kPerSm);
       const GridSums grid = sums_for_launch<Op, 1>();
       if (!launch_folded<Op, C, kStages>(p, partials, grid, blocks, limits, stream, clusters)) {
         clusters = blocks;

@@ -690,6 +690,14 @@ struct PolynormFwdStaged {
   // rows at 16 packs per thread measured 2-3 slower so (H200, 512x65536: 85.2-85.8 against
   // 87.7-88.9), as did rmsnorm's.
   static constexpr bool kSplitRows = kHasMul;
+  // polynorm's rows of 4-6 packs per thread (stages of 32-48 KB: 512, 1K, 3072, 5120 bf16) on
+  // two blocks per SM, 64 registers per thread (staged_rows.cuh's blocks_per_sm): twice the
+  // warps to issue its arithmetic. Same run, % of the copy ceiling, two against one, bf16:
+  // H200 91.1 / 90.9 / 89.1 against 88.9 / 88.8 / 84.5 at 32768x1024 / 8192x5120 / 65536x512;
+  // H100 +0.1 / +1.1 / +0.3 there, +0.8 / +1.5 / +1.7 at 3072 / 6144 / 12288 (6 packs; fp16
+  // +0.7 / +1.9 / +3.0). fused_mul_polynorm (3 packs per tensor at 512 and 5120) +1.6 / +0.2
+  // on the H200, within its noise: one block.
+  static constexpr int kBlocksPerSm = kHasMul ? 1 : 2;
   static constexpr int kRounds = 1;
   static constexpr int kColGrads = 0;
   // The row's coefficients (kRowWeights), or its norms rsqrt(mean(x^2p) + eps) in c1..c3.

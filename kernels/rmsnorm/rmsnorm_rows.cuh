@@ -266,6 +266,12 @@ struct RmsnormFwdStaged {
   // packs per thread, 32769-65536 bf16 measured 0.5-1 point slower at 512x65536 and 5 at
   // 820x40960 (H200; staged_config.h's kSplitRows).
   static constexpr bool kSplitRows = false;
+  // One block per SM (staged_rows.cuh's blocks_per_sm), not two for rows of stages up to 48 KB
+  // (4-6 packs per thread: 512, 1K, 3072, 5120 bf16). Same run, bf16, % of the copy ceiling, two
+  // against one: H200 +0.7 / +1.0 / +1.3 at 32768x1024 / 8192x5120 / 65536x512, but H100 +0.4 /
+  // -2.1 / -1.4 there, and -8 to -17 at 3072-12288 (6 packs: 64 registers spilled 60 bytes);
+  // fused_add_rmsnorm (3 packs per tensor) H200 -1.3 / -0.5 at 5120 / 512.
+  static constexpr int kBlocksPerSm = 1;
   static constexpr int kRounds = 1;    // sum x^2 (in .x)
   static constexpr int kColGrads = 0;  // none
   struct Stats {

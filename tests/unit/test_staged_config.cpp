@@ -385,5 +385,22 @@ TEST(StagedConfig, StagesFitSharedMemory) {
   EXPECT_EQ(stage_bytes(2, 4), size_t{64} * 1024);  // 2 tensors x 4 packs x 512 threads x 16 B
 }
 
+TEST(StagedConfig, TwoBlocksPerSmOnlyWhereEachKeepsTwoStages) {
+  // Each of two blocks takes half the budget: one tensor at 4 packs (32 KB a stage) 3 deep, at
+  // 5 or 6 packs 2 deep, and both blocks fit an SM; at 8 packs (64 KB) even 2 stages do not.
+  const size_t half = kSharedBudget / 2;
+  EXPECT_EQ(stages_of(1, 4, kOneBlockMaxStages, half), 3);
+  EXPECT_TRUE(fits_blocks_per_sm(3 * stage_bytes(1, 4), 2));
+  for (const int packs : {5, 6}) {
+    EXPECT_EQ(stages_of(1, packs, kOneBlockMaxStages, half), 2) << packs;
+    EXPECT_TRUE(fits_blocks_per_sm(2 * stage_bytes(1, packs), 2)) << packs;
+  }
+  EXPECT_FALSE(fits_blocks_per_sm(2 * stage_bytes(1, 8), 2));
+  EXPECT_TRUE(fits_blocks_per_sm(3 * stage_bytes(1, 8), 1));  // one block, as before
+  // Two staged tensors at 3 packs (48 KB a stage) fit too; at 4 (64 KB) they do not.
+  EXPECT_TRUE(fits_blocks_per_sm(2 * stage_bytes(2, 3), 2));
+  EXPECT_FALSE(fits_blocks_per_sm(2 * stage_bytes(2, 4), 2));
+}
+
 }  // namespace
 }  // namespace kbench::staged_rows
