@@ -77,7 +77,8 @@
 //   write_totals(p, total)                      device: the outputs from the totals' sum, where
 //                                               the kernel adds them itself (finalizes_in_kernel)
 //
-// Layout: one 512-thread block per SM (a persistent grid). A team of kTeam threads (a warp up to
+// Layout: one 512-thread block per SM (a persistent grid; two for a forward's rows of small
+// stages where the op asks, blocks_per_sm). A team of kTeam threads (a warp up to
 // the whole block) owns one row at a time, so a block works on 16 to 1 rows at once; rows wider
 // than a block holds (16384 bf16 at 4 packs per thread, 32768 at 8) go to a cluster of 2, 4 or 8
 // blocks, each block's two teams of 256 threads (KBENCH_CLUSTER_TEAM) on two rows (whole-block
@@ -335,8 +336,8 @@ constexpr bool has_row_totals = requires(const typename Op::Stats& s) { Op::row_
 // for scripts/ab-flags.sh: 1 never, 2 every forward), else 1; and only where that many blocks
 // fit an SM's shared memory with 2 stages or more each (fits_blocks_per_sm: stages of 48 KB or
 // less, so 4-6 packs per thread of one staged tensor, 3 of two). Each block takes 1/n of the
-// stages and 64 registers per thread at n = 2 (polynorm's kernels took 62-87): twice the warps
-// to issue a row's arithmetic, as many bytes in flight.
+// shared budget and, at n = 2, 64 registers per thread (polynorm's kernels took 62-87): twice
+// the warps to issue a row's arithmetic, about as many bytes in flight.
 template <class Op, class Config>
 constexpr int blocks_per_sm() {
 #if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)

@@ -24,7 +24,8 @@
 //   v4_vec16_staged x staged in shared memory by async copies, each team's next rows in
 //                   flight while it reduces and writes this one (kernels/common/
 //                   staged_rows.cuh, as rmsnorm's v5); the three sums in one float4; a
-//                   cluster of blocks per row past 32768 bf16. Unaligned rows take v3's.
+//                   cluster of blocks per row past 32768 bf16; rows of 4-6 packs per thread
+//                   (up to 1K, 5120 bf16) on two blocks per SM. Unaligned rows take v3's.
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {
