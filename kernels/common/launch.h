@@ -59,30 +59,30 @@ int64_t once_per_device(std::atomic<int64_t> (&cache)[64], F&& f) {
   return value;
 }
 
-// Opts a kernel into `bytes` of dynamic shared memory, once per device: `done` is the caller's
-// flag for this kernel, one bit per device. Needed past 48 KB of static and dynamic together,
-// so any kernel with dynamic shared memory opts in (48 KB dynamic plus a few static bytes
-// failed to launch without it).
-inline void allow_shared_bytes(const void* kernel, size_t bytes, std::atomic<uint64_t>& done) {
-  if (bytes == 0) return;
+// Sets one of a kernel's attributes, once per device: `done` is the caller's flag for this
+// kernel and attribute, one bit per device.
+inline void set_attribute_once(const void* kernel, gpuFuncAttribute attribute, int value,
+                               std::atomic<uint64_t>& done) {
   int device = 0;
   KB_GPU_CHECK(gpuGetDevice(&device));
   const uint64_t bit = uint64_t{1} << (device & 63);
   if (done.load() & bit) return;
-  KB_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(bytes)));
+  KB_GPU_CHECK(gpuFuncSetAttribute(kernel, attribute, value));
   done.fetch_or(bit);
 }
 
-// Asks that an SM give all it can to shared memory for `kernel` (the carveout; a hint), once per
-// device: the kernels of several blocks per SM need that many blocks' shared memory.
+// Opts a kernel into `bytes` of dynamic shared memory. Needed past 48 KB of static and dynamic
+// together, so any kernel with dynamic shared memory opts in (48 KB dynamic plus a few static
+// bytes failed to launch without it).
+inline void allow_shared_bytes(const void* kernel, size_t bytes, std::atomic<uint64_t>& done) {
+  if (bytes == 0) return;
+  set_attribute_once(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes), done);
+}
+
+// Asks that an SM give all it can to shared memory for `kernel` (the carveout; a hint): the
+// kernels of several blocks per SM need that many blocks' shared memory.
 inline void prefer_shared_carveout(const void* kernel, std::atomic<uint64_t>& done) {
-  int device = 0;
-  KB_GPU_CHECK(gpuGetDevice(&device));
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if (done.load() & bit) return;
-  KB_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributePreferredSharedMemoryCarveout, 100));
-  done.fetch_or(bit);
+  set_attribute_once(kernel, gpuFuncAttributePreferredSharedMemoryCarveout, 100, done);
 }
 
 }  // namespace kbench
