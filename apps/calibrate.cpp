@@ -29,6 +29,7 @@ void calibrate_one(int index, const CalibrateOptions& o) {
   CopyCeilingOptions copy_options;
   copy_options.runs = o.runs;
   Ceiling c = measure_copy_ceiling(d, stream, copy_options);
+  const TimingFloor floor = measure_timing_floor(d, stream);
   (void)gpuStreamDestroy(stream);
   std::string gemm_note;
   if (!o.no_gemm) {
@@ -43,6 +44,8 @@ void calibrate_one(int index, const CalibrateOptions& o) {
   std::printf("    kbench copy kernel     %8.0f GB/s\n", c.kernel_copy_gbps);
   std::printf("    ceiling (best)         %8.0f GB/s  = %.1f%% of the %.0f GB/s peak (%s)\n",
               c.copy_gbps, 100 * c.copy_gbps / d.peak_gbps, d.peak_gbps, d.peak_source.c_str());
+  std::printf("    timing floor           %8.1f µs between a sample's events, %.1f µs with an empty kernel\n",
+              floor.events_us, floor.empty_kernel_us);
   if (!o.no_gemm) {
     if (c.gemm_bf16_tflops > 0)
       std::printf("    bf16 GEMM              %8.0f TFLOP/s (%s)\n", c.gemm_bf16_tflops, gemm_note.c_str());

@@ -22,4 +22,14 @@ struct CopyCeilingOptions {
 Ceiling measure_copy_ceiling(const DeviceInfo& device, gpuStream_t stream,
                              const CopyCeilingOptions& options = {});
 
+// What kbench's timing adds to every point, whatever the kernel: the device time between the
+// two events of a sample with nothing between them, and with one empty kernel, each after an
+// L2 flush as kbench times (medians). A point's time includes about the second; the ceiling's
+// copy pays it too, spread over more bytes where its best copy is larger.
+struct TimingFloor {
+  double events_us = 0;
+  double empty_kernel_us = 0;
+};
+TimingFloor measure_timing_floor(const DeviceInfo& device, gpuStream_t stream, int runs = 200);
+
 }  // namespace kbench

@@ -10,8 +10,12 @@ export KBENCH_CEILINGS=$tmp/ceilings.csv
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-"$kbench" calibrate --no-gemm --runs 5 || fail "calibrate exit $?"
+"$kbench" calibrate --no-gemm --runs 5 >"$tmp/calibrate.txt" || fail "calibrate exit $?"
 grep -q copy_gbps "$tmp/ceilings.csv" || fail "calibrate stored nothing"
+# The timing floor: two positive times, the empty kernel's the larger.
+read -r events kernel < <(sed -n 's/.*timing floor *\([0-9.]*\) µs[^0-9]*\([0-9.]*\) µs.*/\1 \2/p' "$tmp/calibrate.txt")
+python3 -c "import sys; e, k = map(float, sys.argv[1:]); sys.exit(not (0 < e < k < 100))" \
+  "${events:-0}" "${kernel:-0}" || fail "timing floor '${events:-} ${kernel:-}'"
 "$kbench" devices --json | python3 -m json.tool >/dev/null || fail "devices --json"
 
 # A point too large for the GPU is a skip row; the sweep goes on and the next point passes.

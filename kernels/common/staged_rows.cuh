@@ -410,18 +410,22 @@ __device__ __forceinline__ void fold_cluster(float (&acc)[kPacks][kAcc], float4*
 // layernorm_bwd +1.4 to +4.2 at every N (78.8 against 74.6 at 64K), rmsnorm_bwd +0 to +3.1,
 // polynorm_bwd -0.5 to +1.8 (kernels/rmsnorm/NOTES.md, fifteenth session).
 // KBENCH_INKERNEL_FINALIZE: 1 (the default) every backward but the three-tensor ones
-// (fused_add_rmsnorm_bwd, fused_mul_polynorm_bwd) in rows over several blocks, which measured
-// 1-3 points slower so at 32K / 64K; 0 never, 2 always (knobs for scripts/ab-flags.sh).
+// (fused_add_rmsnorm_bwd, fused_mul_polynorm_bwd) in grid rows, which measured 1-3 points
+// slower so at 32K / 64K; 0 never, 2 always (knobs for scripts/ab-flags.sh). In hardware
+// clusters (fused_mul_polynorm_bwd's rows of 28672-32768 bf16 at 4 packs, 2 stages) the kernel
+// sums them: same run, H200, bf16, 84.5 / 82.6% of the copy ceiling against 83.1 / 81.9 at
+// 1024x32768 / 1170x28672; its grid rows at 512x65536 78.9 against 80.3 (twenty-second
+// session).
 #ifndef KBENCH_INKERNEL_FINALIZE
 #define KBENCH_INKERNEL_FINALIZE 1
 #endif
-template <class Op, int kCluster>
+template <class Op, int kCluster, bool kGridRows>
 __host__ __device__ constexpr bool finalizes_in_kernel() {
   if constexpr (Op::kColGrads == 0 && !has_row_totals<Op>) {
     return false;  // a forward
   } else {
     return KBENCH_INKERNEL_FINALIZE == 2 ||
-           (KBENCH_INKERNEL_FINALIZE == 1 && (Op::kStaged < 3 || kCluster == 1));
+           (KBENCH_INKERNEL_FINALIZE == 1 && (Op::kStaged < 3 || kCluster == 1 || !kGridRows));
   }
 }
 
@@ -449,7 +453,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   static_assert(kFold == 1 || (kCluster == 1 && Op::kColGrads > 0));
   static_assert(!kGridRows || (kCluster > 1 && kTeams <= kGridMaxTeams));
   constexpr bool kHardwareCluster = kCluster > 1 && !kGridRows;
-  constexpr bool kFinalizeHere = finalizes_in_kernel<Op, kCluster>();
+  constexpr bool kFinalizeHere = finalizes_in_kernel<Op, kCluster, kGridRows>();
   extern __shared__ int4 stages[];  // [kStages][S][kStagePacks][kBlock]
   __shared__ Sums scratch[2][kBlock / kWarpSize];
   // Pipelined rows (KBENCH_PIPELINE_ROWS, staged_config.h): in a cluster, a row's sum is sent
@@ -949,7 +953,7 @@ bool forward_rows_for_staged(int64_t packs) {
 // slots and an epoch where the kernel sums its own partial rows (grid_arrive), else none.
 template <class Op, int kCluster>
 GridSums sums_for_launch() {
-  return finalizes_in_kernel<Op, kCluster>() ? grid_sums_for_launch() : GridSums{};
+  return finalizes_in_kernel<Op, kCluster, false>() ? grid_sums_for_launch() : GridSums{};
 }
 
 // Backwards whose rows fit one block: clusters of KBENCH_FOLD_PARTIALS blocks (1: none, a knob
@@ -1030,7 +1034,6 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
         Op, C, stages_of(Op::kStaged, C::kStagePacks, kMostStages, kSharedBudget / kPerSm)>();
     constexpr size_t kShared = staged_shared_bytes<Op, C, kStages>();
     if (kShared > limits.shared_bytes) return;
-    finalized = finalizes_in_kernel<Op, C::kCluster>();
     const int64_t per_sm = std::max(a.sm_count, 1);
     const int64_t row_groups = ceil_div(p.rows, kBlock / C::kTeam);  // a block's teams take a group
     if constexpr (C::kCluster == 1) {
@@ -1042,6 +1045,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
         prefer_shared_carveout(reinterpret_cast<const void*>(kernel), carved_out);
       }
       const int64_t blocks = std::min(row_groups, per_sm * kPerSm);
+      finalized = finalizes_in_kernel<Op, 1, false>();
       const GridSums grid = sums_for_launch<Op, 1>();
       if (!launch_folded<Op, C, kStages>(p, partials, grid, blocks, limits, stream, clusters)) {
         clusters = blocks;
@@ -1072,6 +1076,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
       if (clusters == 0) return;
       if (groups.grid_rows) {  // never without kMayGridRows (mode 0)
         if constexpr (kMayGridRows) {
+          finalized = finalizes_in_kernel<Op, C::kCluster, true>();
           // At most one block per SM (row_groups_of), so the blocks of a group run at once.
           static_assert(kGridRowsMaxBlocks <= kGridMaxBlocks);
           auto* grid_kernel = staged_rows_kernel<Op, C, kStages, 1, true>;
@@ -1081,6 +1086,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
           KB_GPU_CHECK_LAUNCH();
         }
       } else if constexpr (kMayCluster) {
+        finalized = finalizes_in_kernel<Op, C::kCluster, false>();
         auto* kernel = staged_rows_kernel<Op, C, kStages>;
         launch_in_clusters(kernel, blocks, kBlock, kShared, stream, C::kCluster, p, partials,
                            sums_for_launch<Op, C::kCluster>());
