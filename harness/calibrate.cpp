@@ -34,15 +34,10 @@ double median_copy_gbps(const std::function<void()>& copy, const std::function<v
   return summarize(gbps).median;
 }
 
-// As timing.cpp's flush: twice the L2, at least 64 MiB.
-size_t flush_buffer_bytes(const DeviceInfo& device) {
-  return std::max<size_t>(2 * device.l2_bytes, size_t{64} << 20);
-}
-
 }  // namespace
 
 TimingFloor measure_timing_floor(const DeviceInfo& device, gpuStream_t stream, int runs) {
-  DeviceBuffer flush_buffer(flush_buffer_bytes(device));
+  DeviceBuffer flush_buffer(flush_buffer_bytes(device.l2_bytes));
   KB_GPU_CHECK(gpuMemsetAsync(flush_buffer.get(), 1, flush_buffer.bytes(), stream));
   EventPair events(stream);
   auto median_us = [&](const std::function<void()>& body) {
@@ -65,7 +60,7 @@ Ceiling measure_copy_ceiling(const DeviceInfo& device, gpuStream_t stream,
   size_t max_bytes = std::min(options.max_buffer_bytes, device_free_bytes() / 4);
   max_bytes -= max_bytes % 16;
   DeviceBuffer src(max_bytes), dst(max_bytes);
-  DeviceBuffer flush_buffer(flush_buffer_bytes(device));
+  DeviceBuffer flush_buffer(flush_buffer_bytes(device.l2_bytes));
   KB_GPU_CHECK(gpuMemsetAsync(src.get(), 0x3c, max_bytes, stream));
   KB_GPU_CHECK(gpuMemsetAsync(flush_buffer.get(), 1, flush_buffer.bytes(), stream));
   auto flush = [&] {

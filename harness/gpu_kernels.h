@@ -12,6 +12,12 @@ namespace kbench {
 // it afterwards: a cold start for the next kernel without dirty lines left to write back.
 void launch_flush_l2(const void* buffer, size_t bytes, int sm_count, gpuStream_t stream);
 
+// The flush buffer's size for an L2 of `l2_bytes`: twice the L2, at least 64 MiB, so none of
+// the previous data survives.
+inline size_t flush_buffer_bytes(size_t l2_bytes) {
+  return 2 * l2_bytes > (size_t{64} << 20) ? 2 * l2_bytes : size_t{64} << 20;
+}
+
 // Keeps the GPU busy for about `cycles` SM clock cycles so the work queued behind it starts
 // back to back, with the host's launch latency out of the measured interval.
 void launch_spin(int64_t cycles, gpuStream_t stream);

@@ -39,11 +39,6 @@ void init_google_benchmark() {
   (void)done;
 }
 
-// The L2 flush reads twice the L2 (at least 64 MiB) so none of the previous data survives.
-size_t flush_bytes(const DeviceInfo& d) {
-  return std::max<size_t>(2 * d.l2_bytes, size_t{64} << 20);
-}
-
 }  // namespace
 
 EventPair::EventPair(gpuStream_t stream) : stream_(stream) {
@@ -67,7 +62,10 @@ double EventPair::time_ms(const std::function<void()>& enqueue) {
 }
 
 Timer::Timer(const DeviceInfo& device, gpuStream_t stream)
-    : device_(device), stream_(stream), events_(stream), flush_buffer_(flush_bytes(device)),
+    : device_(device),
+      stream_(stream),
+      events_(stream),
+      flush_buffer_(flush_buffer_bytes(device.l2_bytes)),
       collector_(std::make_unique<Collector>()) {
   init_google_benchmark();
   KB_GPU_CHECK(gpuMemset(flush_buffer_.get(), 1, flush_buffer_.bytes()));

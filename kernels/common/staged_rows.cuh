@@ -413,9 +413,10 @@ __device__ __forceinline__ void fold_cluster(float (&acc)[kPacks][kAcc], float4*
 // (fused_add_rmsnorm_bwd, fused_mul_polynorm_bwd) in grid rows, which measured 1-3 points
 // slower so at 32K / 64K; 0 never, 2 always (knobs for scripts/ab-flags.sh). In hardware
 // clusters (fused_mul_polynorm_bwd's rows of 28672-32768 bf16 at 4 packs, 2 stages) the kernel
-// sums them: same run, H200, bf16, 84.5 / 82.6% of the copy ceiling against 83.1 / 81.9 at
-// 1024x32768 / 1170x28672; its grid rows at 512x65536 78.9 against 80.3 (twenty-second
-// session).
+// sums them: same run, bf16, % of the copy ceiling against the finalize kernel, H200 85.4 / 82.9
+// against 83.3 / 81.9 at 1024x32768 / 1170x28672, H100 90.1 / 88.9 against 88.2 / 88.0; in
+// the kernel its grid rows measured 78.9 against 80.3 at 512x65536 (H200; twenty-second
+// session, kernels/rmsnorm/NOTES.md).
 #ifndef KBENCH_INKERNEL_FINALIZE
 #define KBENCH_INKERNEL_FINALIZE 1
 #endif
