@@ -130,6 +130,11 @@ constexpr bool fits_blocks_per_sm(size_t shared, int n) {
 #define KBENCH_HOST_DEVICE
 #endif
 
+// Whether rows over `cluster` blocks with `stages` stages are pipelined (KBENCH_PIPELINE_ROWS).
+KBENCH_HOST_DEVICE constexpr bool pipelines_rows(int cluster, int stages) {
+  return KBENCH_PIPELINE_ROWS && cluster > 1 && stages >= 3;
+}
+
 // The row a team takes in the step of rows step .. step + row_stride - 1 (staged_rows.cuh's
 // loops; row_stride = row groups x teams per group; a row at or past `rows` is none). In a step
 // the rows fill, a group's teams take consecutive rows (own_offset = group * teams + team); in

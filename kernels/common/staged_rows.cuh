@@ -410,23 +410,26 @@ __device__ __forceinline__ void fold_cluster(float (&acc)[kPacks][kAcc], float4*
 // layernorm_bwd +1.4 to +4.2 at every N (78.8 against 74.6 at 64K), rmsnorm_bwd +0 to +3.1,
 // polynorm_bwd -0.5 to +1.8 (kernels/rmsnorm/NOTES.md, fifteenth session).
 // KBENCH_INKERNEL_FINALIZE: 1 (the default) every backward but the three-tensor ones
-// (fused_add_rmsnorm_bwd, fused_mul_polynorm_bwd) in grid rows, which measured 1-3 points
-// slower so at 32K / 64K; 0 never, 2 always (knobs for scripts/ab-flags.sh). In hardware
-// clusters (fused_mul_polynorm_bwd's rows of 28672-32768 bf16 at 4 packs, 2 stages) the kernel
-// sums them: same run, bf16, % of the copy ceiling against the finalize kernel, H200 85.4 / 82.9
-// against 83.3 / 81.9 at 1024x32768 / 1170x28672, H100 90.1 / 88.9 against 88.2 / 88.0; in
-// the kernel its grid rows measured 78.9 against 80.3 at 512x65536 (H200; twenty-second
-// session, kernels/rmsnorm/NOTES.md).
+// (fused_add_rmsnorm_bwd, fused_mul_polynorm_bwd) in pipelined rows over several blocks (grid
+// rows or clusters), which measured 1-3 points slower so at 32K / 64K; 0 never, 2 always
+// (knobs for scripts/ab-flags.sh). Their rows in hardware clusters that are not pipelined
+// (fused_mul_polynorm_bwd's rows of 28672-32768 bf16 at 4 packs, 2 stages) sum in the kernel:
+// same run, bf16, % of the copy ceiling against the finalize kernel, H200 85.4 / 82.9 against
+// 83.3 / 81.9 at 1024x32768 / 1170x28672, H100 90.1 / 88.9 against 88.2 / 88.0; its pipelined
+// rows at 512x65536 measured 78.9 against 80.3 in the kernel (H200; twenty-second session,
+// kernels/rmsnorm/NOTES.md).
 #ifndef KBENCH_INKERNEL_FINALIZE
 #define KBENCH_INKERNEL_FINALIZE 1
 #endif
-template <class Op, int kCluster, bool kGridRows>
+template <class Op, int kCluster, bool kGridRows, int kStages>
 __host__ __device__ constexpr bool finalizes_in_kernel() {
   if constexpr (Op::kColGrads == 0 && !has_row_totals<Op>) {
     return false;  // a forward
   } else {
+    constexpr bool kPipelined = pipelines_rows(kCluster, kStages);
     return KBENCH_INKERNEL_FINALIZE == 2 ||
-           (KBENCH_INKERNEL_FINALIZE == 1 && (Op::kStaged < 3 || kCluster == 1 || !kGridRows));
+           (KBENCH_INKERNEL_FINALIZE == 1 &&
+            (Op::kStaged < 3 || kCluster == 1 || (!kGridRows && !kPipelined)));
   }
 }
 
@@ -454,12 +457,12 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   static_assert(kFold == 1 || (kCluster == 1 && Op::kColGrads > 0));
   static_assert(!kGridRows || (kCluster > 1 && kTeams <= kGridMaxTeams));
   constexpr bool kHardwareCluster = kCluster > 1 && !kGridRows;
-  constexpr bool kFinalizeHere = finalizes_in_kernel<Op, kCluster, kGridRows>();
+  constexpr bool kFinalizeHere = finalizes_in_kernel<Op, kCluster, kGridRows, kStages>();
   extern __shared__ int4 stages[];  // [kStages][S][kStagePacks][kBlock]
   __shared__ Sums scratch[2][kBlock / kWarpSize];
   // Pipelined rows (KBENCH_PIPELINE_ROWS, staged_config.h): in a cluster, a row's sum is sent
   // before the previous row's is awaited, where a row is staged beyond the two in use.
-  constexpr bool kPipelined = KBENCH_PIPELINE_ROWS && kCluster > 1 && kStages >= 3;
+  constexpr bool kPipelined = pipelines_rows(kCluster, kStages);
   struct NoClusterSums {};
   __shared__ std::conditional_t<!kGridRows, ClusterSums<kCluster, Sums, kTeams, kPipelined ? 8 : 2>,
                                 NoClusterSums>
@@ -952,9 +955,9 @@ bool forward_rows_for_staged(int64_t packs) {
 
 // The GridSums of a launch that is not grid rows (whose kernels take grid_sums_for_launch's):
 // slots and an epoch where the kernel sums its own partial rows (grid_arrive), else none.
-template <class Op, int kCluster>
+template <class Op, int kCluster, int kStages>
 GridSums sums_for_launch() {
-  return finalizes_in_kernel<Op, kCluster, false>() ? grid_sums_for_launch() : GridSums{};
+  return finalizes_in_kernel<Op, kCluster, false, kStages>() ? grid_sums_for_launch() : GridSums{};
 }
 
 // Backwards whose rows fit one block: clusters of KBENCH_FOLD_PARTIALS blocks (1: none, a knob
@@ -1046,8 +1049,8 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
         prefer_shared_carveout(reinterpret_cast<const void*>(kernel), carved_out);
       }
       const int64_t blocks = std::min(row_groups, per_sm * kPerSm);
-      finalized = finalizes_in_kernel<Op, 1, false>();
-      const GridSums grid = sums_for_launch<Op, 1>();
+      finalized = finalizes_in_kernel<Op, 1, false, kStages>();
+      const GridSums grid = sums_for_launch<Op, 1, kStages>();
       if (!launch_folded<Op, C, kStages>(p, partials, grid, blocks, limits, stream, clusters)) {
         clusters = blocks;
         kernel<<<static_cast<int>(clusters), kBlock, kShared, stream>>>(p, partials, grid);
@@ -1077,7 +1080,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
       if (clusters == 0) return;
       if (groups.grid_rows) {  // never without kMayGridRows (mode 0)
         if constexpr (kMayGridRows) {
-          finalized = finalizes_in_kernel<Op, C::kCluster, true>();
+          finalized = finalizes_in_kernel<Op, C::kCluster, true, kStages>();
           // At most one block per SM (row_groups_of), so the blocks of a group run at once.
           static_assert(kGridRowsMaxBlocks <= kGridMaxBlocks);
           auto* grid_kernel = staged_rows_kernel<Op, C, kStages, 1, true>;
@@ -1087,10 +1090,10 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
           KB_GPU_CHECK_LAUNCH();
         }
       } else if constexpr (kMayCluster) {
-        finalized = finalizes_in_kernel<Op, C::kCluster, false>();
+        finalized = finalizes_in_kernel<Op, C::kCluster, false, kStages>();
         auto* kernel = staged_rows_kernel<Op, C, kStages>;
         launch_in_clusters(kernel, blocks, kBlock, kShared, stream, C::kCluster, p, partials,
-                           sums_for_launch<Op, C::kCluster>());
+                           sums_for_launch<Op, C::kCluster, kStages>());
       }
     }
   });
