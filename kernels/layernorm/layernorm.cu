@@ -169,20 +169,32 @@ __device__ __forceinline__ void add_sq_deviations(float2& acc, const Vec16<T>& x
   }
 }
 
-// y = (x - mean) * rstd * w + b for one pack: a subtract, a multiply and an FMA per element.
-// (x * rstd - mean * rstd would save the subtract but errs by |mean * rstd| ulps: large for
-// rows with a big mean and a small spread.)
-template <class T>
-__device__ __forceinline__ Vec16<T> normalize(const Vec16<T>& xv, const Vec16<T>& wv,
-                                              const Vec16<T>& bv, float mean, float rstd) {
+// y = (x - mean) * rstd * w + b for one pack: a subtract, a multiply and an FMA per element;
+// or (kByFmas) two FMAs, (x * rstd + shift) * w + b with shift = -mean * rstd (the same for
+// every pack of a row: the compiler makes it once). x * rstd + shift errs by about 2^-24 *
+// (|x| + |mean|) * rstd: the size of the error that x - mean already carries from the fp32 mean
+// (~2^-24 * |mean|, more over a long sum) times rstd, and 100 times under y's tolerance
+// (layernorm_atol_scale in reference/layernorm.cpp: 1e-5 per unit of rstd * |w| * (|x| +
+// |mean|)).
+// w and b come as packs of T (W = Vec16<T>) or already as floats (W = FloatPack: v4's w and b
+// in shared memory as floats, KBENCH_LAYERNORM_HELD_FLOATS).
+template <class T, bool kByFmas = false, class W = Vec16<T>>
+__device__ __forceinline__ Vec16<T> normalize(const Vec16<T>& xv, const W& wv, const W& bv,
+                                              float mean, float rstd) {
+  const float shift = -mean * rstd;
   Vec16<T> yv;
 #pragma unroll
   for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
     const float2 x = get_pair(xv, j);
     const float2 w = get_pair(wv, j);
     const float2 b = get_pair(bv, j);
-    set_pair(yv, j, make_float2(fmaf((x.x - mean) * rstd, w.x, b.x),
-                                fmaf((x.y - mean) * rstd, w.y, b.y)));
+    if constexpr (kByFmas) {
+      set_pair(yv, j, make_float2(fmaf(fmaf(x.x, rstd, shift), w.x, b.x),
+                                  fmaf(fmaf(x.y, rstd, shift), w.y, b.y)));
+    } else {
+      set_pair(yv, j, make_float2(fmaf((x.x - mean) * rstd, w.x, b.x),
+                                  fmaf((x.y - mean) * rstd, w.y, b.y)));
+    }
   }
   return yv;
 }
@@ -390,8 +402,37 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 #ifndef KBENCH_LAYERNORM_FWD_RECIPROCAL
 #define KBENCH_LAYERNORM_FWD_RECIPROCAL 1
 #endif
+// y as two FMAs per element (1; normalize's kByFmas), not a subtract, a multiply and an FMA
+// (0, the default): one instruction fewer per element, for where the H200 is issue-bound
+// (layernorm's forward reads 4-5.5 points of the copy ceiling under rmsnorm's there at 1K-8K;
+// by the source, 19 operations per pair of bf16 elements against rmsnorm's 13). Not measured
+// yet: a knob for scripts/ab-flags.sh (kernels/rmsnorm/NOTES.md, twenty-third session).
+#ifndef KBENCH_LAYERNORM_FMAS
+#define KBENCH_LAYERNORM_FMAS 0
+#endif
+// w and b in shared memory as floats where they are there at all (kHeldSharedPacks below) and
+// fit beside the stages (staged_rows.cuh's kSharedHeldIsOwn: 2K and 3072 bf16), converted once
+// rather than at every row: 16 conversions fewer and 2 shared loads more per pack of 8 (1), or
+// as packs of T (0, the default). layernorm_bwd measured +1 on the H200 so over several blocks
+// (its SharedHeld). Not measured yet: a knob for scripts/ab-flags.sh (kernels/rmsnorm/NOTES.md,
+// twenty-third session).
+#ifndef KBENCH_LAYERNORM_HELD_FLOATS
+#define KBENCH_LAYERNORM_HELD_FLOATS 0
+#endif
+template <class T, bool kFloats>
+struct LayernormHeldFloats {};  // none: the skeleton keeps Held (packs of T) in shared memory
 template <class T>
-struct LayernormFwdStaged {
+struct LayernormHeldFloats<T, true> {
+  struct SharedHeld {
+    FloatPack<Vec16<T>::kSize> w, b;
+  };
+  __device__ static SharedHeld hold_shared(const FwdParams<T>& p, int64_t col) {
+    return SharedHeld{to_float_pack(load_vec(p.w + col)), to_float_pack(load_vec(p.b + col))};
+  }
+};
+
+template <class T>
+struct LayernormFwdStaged : LayernormHeldFloats<T, KBENCH_LAYERNORM_HELD_FLOATS> {
   using Type = T;
   using Params = FwdParams<T>;
   // w and b held in registers: reading b from L1 as each output pack is made measured 4-6
@@ -439,7 +480,8 @@ struct LayernormFwdStaged {
   __device__ static Held hold(const Params& p, int64_t col) {
     return Held{load_vec(p.w + col), load_vec(p.b + col)};
   }
-  __device__ static void add_sums(int round, float2& sums, const Vec16<T> (&in)[1], const Held&,
+  template <class H>  // Held, or SharedHeld
+  __device__ static void add_sums(int round, float2& sums, const Vec16<T> (&in)[1], const H&,
                                   const Stats& s) {
     if (round == 0) {
       add_elements_and_squares(sums, in[0]);
@@ -465,11 +507,12 @@ struct LayernormFwdStaged {
     }
   }
   __device__ static bool needs_round(int, const Stats& s) { return s.second_round; }
-  template <class Acc>
+  template <class H, class Acc>  // H: Held, or SharedHeld
   __device__ static void store_out(const Params& p, int64_t row, int64_t col, const Vec16<T> (&in)[1],
-                                   const Held& h, const Stats& s, Acc&) {
-    Vec16<T> w = h.w, b = h.b;
-    store_vec(p.y + row * p.cols + col, normalize(in[0], w, b, s.mean, s.rstd));
+                                   const H& h, const Stats& s, Acc&) {
+    auto w = h.w, b = h.b;
+    store_vec(p.y + row * p.cols + col,
+              normalize<T, KBENCH_LAYERNORM_FMAS>(in[0], w, b, s.mean, s.rstd));
   }
   static T* col_grad(const Params&, int) { return nullptr; }
 };
