@@ -103,6 +103,15 @@ constexpr int64_t kGridRowsMaxBlocks = 1024;  // grid_sums.h's slots hold this m
 #endif
 constexpr int kOneBlockMaxStages = KBENCH_ONE_BLOCK_STAGES;
 
+// At most this many blocks for rows one block holds (a lab knob for scripts/ab-flags.sh; 0, the
+// default: one per SM). The forwards' rows over clusters of 4 or 8 blocks run on 120-128 of 132
+// SMs (the clusters that fit at once); capping rows one block holds at 120 blocks measures what
+// 12 idle SMs cost where nothing else changes (kernels/rmsnorm/NOTES.md, twenty-third session).
+#ifndef KBENCH_MAX_BLOCKS
+#define KBENCH_MAX_BLOCKS 0
+#endif
+constexpr int64_t kOneBlockRowsMaxBlocks = KBENCH_MAX_BLOCKS > 0 ? KBENCH_MAX_BLOCKS : INT64_MAX;
+
 // A last, partial step of rows dealt over all blocks (1, the default), not to the first blocks'
 // teams in turn (0; a knob for scripts/ab-flags.sh; team_row_of below).
 #ifndef KBENCH_SPREAD_LAST_STEP

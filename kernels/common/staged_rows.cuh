@@ -1048,7 +1048,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
         static std::atomic<uint64_t> carved_out{0};
         prefer_shared_carveout(reinterpret_cast<const void*>(kernel), carved_out);
       }
-      const int64_t blocks = std::min(row_groups, per_sm * kPerSm);
+      const int64_t blocks = std::min({row_groups, per_sm * kPerSm, kOneBlockRowsMaxBlocks});
       finalized = finalizes_in_kernel<Op, 1, false, kStages>();
       const GridSums grid = sums_for_launch<Op, 1, kStages>();
       if (!launch_folded<Op, C, kStages>(p, partials, grid, blocks, limits, stream, clusters)) {
