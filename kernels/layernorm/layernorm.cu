@@ -170,18 +170,16 @@ __device__ __forceinline__ void add_sq_deviations(float2& acc, const Vec16<T>& x
 }
 
 // y = (x - mean) * rstd * w + b for one pack: a subtract, a multiply and an FMA per element;
-// or (kByFmas) two FMAs, (x * rstd + shift) * w + b with shift = -mean * rstd (the same for
-// every pack of a row: the compiler makes it once). x * rstd + shift errs by about 2^-24 *
-// (|x| + |mean|) * rstd: the size of the error that x - mean already carries from the fp32 mean
-// (~2^-24 * |mean|, more over a long sum) times rstd, and 100 times under y's tolerance
-// (layernorm_atol_scale in reference/layernorm.cpp: 1e-5 per unit of rstd * |w| * (|x| +
-// |mean|)).
-// w and b come as packs of T (W = Vec16<T>) or already as floats (W = FloatPack: v4's w and b
-// in shared memory as floats, KBENCH_LAYERNORM_HELD_FLOATS).
+// or (kByFmas) two FMAs, (x * rstd + shift) * w + b with shift = -mean * rstd, made once per row
+// by the caller (made here, the compiler redid it for every pack). x * rstd + shift errs by
+// about 2^-24 * (|x| + |mean|) * rstd: the size of the error that x - mean already carries from
+// the fp32 mean (~2^-24 * |mean|, more over a long sum) times rstd, and 100 times under y's
+// tolerance (layernorm_atol_scale in reference/layernorm.cpp: 1e-5 per unit of rstd * |w| *
+// (|x| + |mean|)). w and b come as packs of T (W = Vec16<T>) or already as floats (W =
+// FloatPack: v4's w and b in shared memory as floats, KBENCH_LAYERNORM_HELD_FLOATS).
 template <class T, bool kByFmas = false, class W = Vec16<T>>
 __device__ __forceinline__ Vec16<T> normalize(const Vec16<T>& xv, const W& wv, const W& bv,
-                                              float mean, float rstd) {
-  const float shift = -mean * rstd;
+                                              float mean, float rstd, float shift = 0.f) {
   Vec16<T> yv;
 #pragma unroll
   for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
@@ -474,6 +472,7 @@ struct LayernormFwdStaged : LayernormHeldFloats<T, KBENCH_LAYERNORM_HELD_FLOATS>
   struct Stats {
     float mean;
     float rstd;
+    float shift;  // -mean * rstd (KBENCH_LAYERNORM_FMAS)
     bool second_round;
   };
 
@@ -506,6 +505,7 @@ struct LayernormFwdStaged : LayernormHeldFloats<T, KBENCH_LAYERNORM_HELD_FLOATS>
     } else {
       s.rstd = rsqrtf(row_mean(total.x + total.y, p) + p.eps);
     }
+    if constexpr (KBENCH_LAYERNORM_FMAS) s.shift = -s.mean * s.rstd;
   }
   __device__ static bool needs_round(int, const Stats& s) { return s.second_round; }
   template <class H, class Acc>  // H: Held, or SharedHeld
@@ -513,7 +513,7 @@ struct LayernormFwdStaged : LayernormHeldFloats<T, KBENCH_LAYERNORM_HELD_FLOATS>
                                    const H& h, const Stats& s, Acc&) {
     auto w = h.w, b = h.b;
     store_vec(p.y + row * p.cols + col,
-              normalize<T, KBENCH_LAYERNORM_FMAS>(in[0], w, b, s.mean, s.rstd));
+              normalize<T, KBENCH_LAYERNORM_FMAS>(in[0], w, b, s.mean, s.rstd, s.shift));
   }
   static T* col_grad(const Params&, int) { return nullptr; }
 };
