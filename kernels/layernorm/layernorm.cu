@@ -401,9 +401,9 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 #define KBENCH_LAYERNORM_FWD_RECIPROCAL 1
 #endif
 // y as two FMAs per element (1; normalize's kByFmas), not a subtract, a multiply and an FMA
-// (0, the default): one instruction fewer per element, for where the H200 is issue-bound
-// (layernorm's forward reads 4-5.5 points of the copy ceiling under rmsnorm's there at 1K-8K;
-// its 2K bf16 kernel issues about 10.5 instructions per element, rmsnorm's about 6: SASS).
+// (0, the default): one instruction fewer per element, for the H200, where layernorm's forward
+// reads 4-5.5 points of the copy ceiling under rmsnorm's at 1K-8K and its 2K bf16 kernel issues
+// about 10.5 instructions per element to rmsnorm's 6 (SASS).
 // Not measured yet: a knob for scripts/ab-flags.sh (kernels/rmsnorm/NOTES.md, twenty-third
 // session).
 #ifndef KBENCH_LAYERNORM_FMAS
