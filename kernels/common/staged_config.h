@@ -106,7 +106,9 @@ constexpr int kOneBlockMaxStages = KBENCH_ONE_BLOCK_STAGES;
 // At most this many blocks for rows one block holds (a lab knob for scripts/ab-flags.sh; 0, the
 // default: one per SM). The forwards' rows over clusters of 4 or 8 blocks run on 120-128 of 132
 // SMs (the clusters that fit at once); capping rows one block holds at 120 blocks measures what
-// 12 idle SMs cost where nothing else changes (kernels/rmsnorm/NOTES.md, twenty-third session).
+// 12 idle SMs cost where nothing else changes: same run, H200, rmsnorm v5 bf16 at 1K-32K, two
+// repetitions, 2.9-4.5 points of the copy ceiling (91.3 against 95.4 at 4096x8192;
+// kernels/rmsnorm/NOTES.md, twenty-eighth session).
 #ifndef KBENCH_MAX_BLOCKS
 #define KBENCH_MAX_BLOCKS 0
 #endif

@@ -53,6 +53,10 @@
 //                                               then take either (shared_held_t)
 //   kHeldSharedPacks  (optional)                Held in shared memory also wherever a thread
 //                                               holds this many packs or more (held_in_shared)
+//   kSplitHeldIn<Config>  (optional)            true: where held_in_shared in Config's rows,
+//                                               only SharedHeld (hold_shared) there, RegHeld
+//                                               (hold_regs) in registers, joined at each use
+//                                               into a Held: join_held(r, s) (splits_held)
 //   kWidePacks  (optional)                      packs per thread for rows past a 256-thread
 //                                               team's kPacks (wide_packs)
 //   kWideRows  (optional)                       true: rows past 3/4 of a whole-block team over
@@ -116,8 +120,9 @@
 // over 8 blocks of ops with kClusterPacks (three staged tensors at 2 packs: 4 stages). Ops
 // with kHeldShared add their held values after the stages for rows over several blocks
 // (layernorm_bwd's w: 16 KB of floats in 128-thread teams, 16-32 KB of bf16 in wider ones), ops
-// with kHeldSharedPacks for rows at that many packs (layernorm's w and b at 6 or 8 packs: 8-64
-// KB, with one stage fewer where they would not fit beside the stages: stages_beside_held).
+// with kHeldSharedPacks for rows at that many packs (layernorm's b, or w and b, at 6 or 8
+// packs: 4-64 KB, with one stage fewer where they would not fit beside the stages:
+// stages_beside_held; kSplitHeldIn keeps the rest, w, in registers).
 // A row needs a whole number of 16-byte packs and 16-byte aligned rows (the vector path);
 // launchers send other rows to their register kernels.
 #pragma once
@@ -256,10 +261,23 @@ __host__ __device__ constexpr bool held_in_shared() {
 // Op::hold_shared) where it has one and a block's fit beside kStages stages in
 // kHeldSharedBudget, else Held. (layernorm_bwd's w as floats: converted once, not twice per row.)
 constexpr size_t kHeldSharedBudget = 216 * 1024;  // of sm_90's 227 KB per block
+// Does Op, in Config's rows, keep only part of it there (Op::SharedHeld), the rest in
+// registers (Op::RegHeld)? Op::kSplitHeldIn<Config> where it has one. (A member template, so
+// not KBENCH_POLICY_OPTION.)
+template <class Op, class Config>
+constexpr bool splits_held = [] {
+  if constexpr (requires { Op::template kSplitHeldIn<Config>; }) {
+    return Op::template kSplitHeldIn<Config>;
+  } else {
+    return false;
+  }
+}();
 // (A variable, not a function: the kernel reads it, and stage_bytes is host-only.)
 template <class Op, class Config, int kStages>
 constexpr bool kSharedHeldIsOwn = [] {
-  if constexpr (requires { typename Op::SharedHeld; }) {
+  if constexpr (requires { Op::template kSplitHeldIn<Config>; }) {
+    return splits_held<Op, Config>;  // its SharedHeld is the split's part, Held the whole
+  } else if constexpr (requires { typename Op::SharedHeld; }) {
     return kStages * stage_bytes(Op::kStaged, Config::kStagePacks) +
                size_t{Config::kPacks} * Config::kTeam * sizeof(typename Op::SharedHeld) <=
            kHeldSharedBudget;
@@ -277,6 +295,15 @@ struct SharedHeldOf<Op, true> {
 };
 template <class Op, class Config, int kStages>
 using shared_held_t = typename SharedHeldOf<Op, kSharedHeldIsOwn<Op, Config, kStages>>::type;
+// What a thread keeps in registers: Held, or Op::RegHeld where the op splits it (splits_held).
+template <class Op, bool kSplit>
+struct HeldRegsOf {
+  using type = typename Op::Held;
+};
+template <class Op>
+struct HeldRegsOf<Op, true> {
+  using type = typename Op::RegHeld;
+};
 // Shared memory of a block of Config's rows: kStages stages, and the held values where
 // held_in_shared (one per pack of a team: the block's teams share their columns).
 template <class Op, class Config, int kStages>
@@ -586,12 +613,16 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   // What the thread holds for its columns (w): in registers, or (held_in_shared) after the
   // stages in shared memory, written by team 0 for all teams as 16-byte slots
   // [pack][slot][lane] (conflict-free reads; SharedHeld may take several).
+  // Ops that split it (splits_held) keep Op::RegHeld (from Op::hold_regs) in registers and
+  // Op::SharedHeld in shared memory there, joined at each use (Op::join_held) into a Held.
   using Held = typename Op::Held;
   using SharedHeld = shared_held_t<Op, Config, kStages>;
   constexpr bool kHeldShared = held_in_shared<Op, Config>();
+  constexpr bool kHeldSplit = kHeldShared && splits_held<Op, Config>;
+  using RegHeld = typename HeldRegsOf<Op, kHeldSplit>::type;
   constexpr int kHeldSlots = static_cast<int>(sizeof(SharedHeld) / sizeof(int4));
   static_assert(!kHeldShared || sizeof(SharedHeld) % sizeof(int4) == 0);
-  Held held_regs[kHeldShared ? 1 : kPacks];
+  RegHeld held_regs[kHeldShared && !kHeldSplit ? 1 : kPacks];
   int4* const held_shared = stages + kStages * S * kStagePacks * kBlock;
   const auto held = [&](int k) -> decltype(auto) {
     if constexpr (kHeldShared) {
@@ -600,7 +631,11 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       for (int q = 0; q < kHeldSlots; ++q) {
         reinterpret_cast<int4*>(&h)[q] = held_shared[(k * kHeldSlots + q) * kTeam + lane];
       }
-      return h;
+      if constexpr (kHeldSplit) {
+        return Op::join_held(held_regs[k], h);
+      } else {
+        return h;
+      }
     } else if constexpr (kSplit > 1 && std::is_same_v<Held, Vec16<T>>) {
       // Split rows hold twice the op's packs of w: converted at each use, not once into floats
       // across rows (ptxas: 128 registers and spills so in rmsnorm's forward at 16 packs).
@@ -628,6 +663,9 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   for (int k = 0; k < kPacks; ++k) {
     if constexpr (kHeldShared) {
       if (valid[k] && team == 0) hold_in_shared(k);
+      if constexpr (kHeldSplit) {
+        if (valid[k]) held_regs[k] = Op::hold_regs(p, col_of(k));
+      }
     } else {
       if (valid[k]) held_regs[k] = Op::hold(p, col_of(k));
     }

@@ -29,14 +29,16 @@
 //                   a finishing block's slot is refilled by one whose loads start at once.
 //   v4_vec16_staged x staged in shared memory by async copies, the next rows in flight while
 //                   this one is summed and written (kernels/common/staged_rows.cuh, as
-//                   rmsnorm's v5_vec16_staged); w and b held in registers. One round of sums
+//                   rmsnorm's v5_vec16_staged); w and b held in registers (at 6 and 8 packs
+//                   per thread, 2K-16K bf16, b or both in shared memory). One round of sums
 //                   (x, x^2) per row, means as sum * (1/N), a second round only where it
-//                   would lose digits (one_pass_variance.h). Rows one block holds 6 stages
-//                   deep (32 KB each); clusters past 16384 bf16.
+//                   would lose digits (one_pass_variance.h); y as two FMAs per element. Rows
+//                   one block holds up to 6 stages deep; clusters past 16384 bf16.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "harness/registry.h"
 #include "kernels/common/compat.h"
@@ -170,16 +172,19 @@ __device__ __forceinline__ void add_sq_deviations(float2& acc, const Vec16<T>& x
 }
 
 // y = (x - mean) * rstd * w + b for one pack: a subtract, a multiply and an FMA per element;
-// or (kByFmas) two FMAs, (x * rstd + shift) * w + b with shift = -mean * rstd, made once per row
-// by the caller (made here, the compiler redid it for every pack). x * rstd + shift errs by
+// or (kByFmas, v4) two FMAs, (x * rstd + shift) * w + b with shift = -mean * rstd, made once per
+// row by the caller (made here, the compiler redid it for every pack). x * rstd + shift errs by
 // about 2^-24 * (|x| + |mean|) * rstd: the size of the error that x - mean already carries from
 // the fp32 mean (~2^-24 * |mean|, more over a long sum) times rstd, and 100 times under y's
 // tolerance (layernorm_atol_scale in reference/layernorm.cpp: 1e-5 per unit of rstd * |w| *
-// (|x| + |mean|)). w and b come as packs of T (W = Vec16<T>) or already as floats (W =
-// FloatPack: v4's w and b in shared memory as floats, KBENCH_LAYERNORM_HELD_FLOATS).
-template <class T, bool kByFmas = false, class W = Vec16<T>>
-__device__ __forceinline__ Vec16<T> normalize(const Vec16<T>& xv, const W& wv, const W& bv,
-                                              float mean, float rstd, float shift = 0.f) {
+// (|x| + |mean|)). v4 at bf16 issues 16-120 instructions fewer per kernel so. Same run, H200,
+// % of the copy ceiling, means of three repetitions: bf16 93.0 / 93.0 / 91.8 against 92.1 /
+// 92.7 / 91.4 at 1K / 2K / 4K, within 0.8 at 5120-64K; fp16 +0.5 to +1.5 at 1K-8K; fp32 +0 to
+// +0.9 (kernels/rmsnorm/NOTES.md, twenty-eighth session).
+template <class T, bool kByFmas = false>
+__device__ __forceinline__ Vec16<T> normalize(const Vec16<T>& xv, const Vec16<T>& wv,
+                                              const Vec16<T>& bv, float mean, float rstd,
+                                              float shift = 0.f) {
   Vec16<T> yv;
 #pragma unroll
   for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
@@ -400,38 +405,36 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 #ifndef KBENCH_LAYERNORM_FWD_RECIPROCAL
 #define KBENCH_LAYERNORM_FWD_RECIPROCAL 1
 #endif
-// y as two FMAs per element (1; normalize's kByFmas), not a subtract, a multiply and an FMA
-// (0, the default): one instruction fewer per element, for the H200, where layernorm's forward
-// reads 4-5.5 points of the copy ceiling under rmsnorm's at 1K-8K and its 2K bf16 kernel issues
-// about 10.5 instructions per element to rmsnorm's 6 (SASS).
-// Not measured yet: a knob for scripts/ab-flags.sh (kernels/rmsnorm/NOTES.md, twenty-third
-// session).
-#ifndef KBENCH_LAYERNORM_FMAS
-#define KBENCH_LAYERNORM_FMAS 0
+// Where w and b sit in shared memory (kHeldSharedPacks below, 6 and 8 packs per thread): w in
+// registers and only b there (1, the default; staged_rows.cuh's splits_held), or both there
+// (0, a knob for scripts/ab-flags.sh). 32 registers more and half the shared loads per pack;
+// 16384 bf16 then fits 3 stages of 64 KB beside b, not 2 beside w and b, and 12288 4 of 48 KB,
+// not 3. Same run, H200, % of the copy ceiling, means of three repetitions, against both in
+// shared memory: bf16 +1.2 to +2.5 at 2K-16K (88.9 against 86.4 at 2048x16384, 92.9 against
+// 90.7 at 5461x6144); fp16 +1.7 / +2.2 at 6144 / 12288 (6 packs), but -2.2 to -2.8 at 2K /
+// 4K / 8K, whose 8-pack fp16 kernels spill 20-24 bytes so (bf16's none): fp16 keeps w and b
+// in shared memory at 8 packs. H100, bf16: +0.1 to +2.8 at 2K-16K (96.2 against 93.4 at 16K). (8 packs for the wide rows as well, 32768 on 2 blocks, measured
+// -0.7 / -1.5 at 32K / 64K.) w and b both as floats in shared memory, converted once, measured
+// 84.5 against 93.0 at 2K (H200; kernels/rmsnorm/NOTES.md, twenty-eighth session).
+#ifndef KBENCH_LAYERNORM_SPLIT_HELD
+#define KBENCH_LAYERNORM_SPLIT_HELD 1
 #endif
-// w and b in shared memory as floats where they are there at all (kHeldSharedPacks below) and
-// fit beside the stages (staged_rows.cuh's kSharedHeldIsOwn: 2K and 3072 bf16), converted once
-// rather than at every row: 16 conversions fewer and 2 shared loads more per pack of 8 (1), or
-// as packs of T (0, the default). layernorm_bwd measured +1 on the H200 so over several blocks
-// (its SharedHeld). Not measured yet: a knob for scripts/ab-flags.sh (kernels/rmsnorm/NOTES.md,
-// twenty-third session).
-#ifndef KBENCH_LAYERNORM_HELD_FLOATS
-#define KBENCH_LAYERNORM_HELD_FLOATS 0
-#endif
-template <class T, bool kFloats>
-struct LayernormHeldFloats {};  // none: the skeleton keeps Held (packs of T) in shared memory
+template <class T, bool kSplit>
+struct LayernormSplitHeld {};  // w and b both in shared memory
 template <class T>
-struct LayernormHeldFloats<T, true> {
-  struct SharedHeld {
-    FloatPack<Vec16<T>::kSize> w, b;
-  };
+struct LayernormSplitHeld<T, true> {
+  template <class Config>
+  static constexpr bool kSplitHeldIn = std::is_same_v<T, bf16_t> || Config::kPacks < 8;
+  using RegHeld = Vec16<T>;     // w
+  using SharedHeld = Vec16<T>;  // b
+  __device__ static RegHeld hold_regs(const FwdParams<T>& p, int64_t col) { return load_vec(p.w + col); }
   __device__ static SharedHeld hold_shared(const FwdParams<T>& p, int64_t col) {
-    return SharedHeld{to_float_pack(load_vec(p.w + col)), to_float_pack(load_vec(p.b + col))};
+    return load_vec(p.b + col);
   }
 };
 
 template <class T>
-struct LayernormFwdStaged : LayernormHeldFloats<T, KBENCH_LAYERNORM_HELD_FLOATS> {
+struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   using Type = T;
   using Params = FwdParams<T>;
   // w and b held in registers: reading b from L1 as each output pack is made measured 4-6
@@ -443,7 +446,8 @@ struct LayernormFwdStaged : LayernormHeldFloats<T, KBENCH_LAYERNORM_HELD_FLOATS>
   static constexpr int kStaged = 1;  // x
   // 8 packs per thread (64 elements of a bf16 row, not 32: half the per-row work per
   // element) where a team of up to 256 threads holds the row (2K-16K bf16), w and b then in
-  // shared memory, read at each use, from 6 packs on (kHeldSharedPacks): as floats in
+  // shared memory (bf16's w in registers: LayernormSplitHeld), read at each use, from 6 packs
+  // on (kHeldSharedPacks): as floats in
   // registers they took 128 and spilled; packed, converted at each use, they measured 2-4.5
   // points of the copy ceiling slower than 4 packs (H200). Same run, bf16, % of the copy
   // ceiling, means of three repetitions, against 4 packs: H200 +0.7 / +3.7 / +5.8 / +2.3 at
@@ -472,7 +476,7 @@ struct LayernormFwdStaged : LayernormHeldFloats<T, KBENCH_LAYERNORM_HELD_FLOATS>
   struct Stats {
     float mean;
     float rstd;
-    float shift;  // -mean * rstd (KBENCH_LAYERNORM_FMAS)
+    float shift;  // -mean * rstd: y as two FMAs per element (normalize's kByFmas)
     bool second_round;
   };
 
@@ -480,7 +484,8 @@ struct LayernormFwdStaged : LayernormHeldFloats<T, KBENCH_LAYERNORM_HELD_FLOATS>
   __device__ static Held hold(const Params& p, int64_t col) {
     return Held{load_vec(p.w + col), load_vec(p.b + col)};
   }
-  template <class H>  // Held, or SharedHeld
+  __device__ static Held join_held(const Vec16<T>& w, const Vec16<T>& b) { return Held{w, b}; }
+  template <class H>
   __device__ static void add_sums(int round, float2& sums, const Vec16<T> (&in)[1], const H&,
                                   const Stats& s) {
     if (round == 0) {
@@ -505,15 +510,13 @@ struct LayernormFwdStaged : LayernormHeldFloats<T, KBENCH_LAYERNORM_HELD_FLOATS>
     } else {
       s.rstd = rsqrtf(row_mean(total.x + total.y, p) + p.eps);
     }
-    if constexpr (KBENCH_LAYERNORM_FMAS) s.shift = -s.mean * s.rstd;
+    s.shift = -s.mean * s.rstd;
   }
   __device__ static bool needs_round(int, const Stats& s) { return s.second_round; }
-  template <class H, class Acc>  // H: Held, or SharedHeld
+  template <class H, class Acc>
   __device__ static void store_out(const Params& p, int64_t row, int64_t col, const Vec16<T> (&in)[1],
                                    const H& h, const Stats& s, Acc&) {
-    auto w = h.w, b = h.b;
-    store_vec(p.y + row * p.cols + col,
-              normalize<T, KBENCH_LAYERNORM_FMAS>(in[0], w, b, s.mean, s.rstd, s.shift));
+    store_vec(p.y + row * p.cols + col, normalize<T, true>(in[0], h.w, h.b, s.mean, s.rstd, s.shift));
   }
   static T* col_grad(const Params&, int) { return nullptr; }
 };
