@@ -285,25 +285,21 @@ constexpr bool kSharedHeldIsOwn = [] {
     return false;
   }
 }();
-template <class Op, bool kOwn>
-struct SharedHeldOf {
+// Op::Held, or where kPart the part of it Part<Op> names (named only then: an op may lack it).
+template <class Op, bool kPart, template <class> class Part>
+struct HeldOr {
   using type = typename Op::Held;
 };
-template <class Op>
-struct SharedHeldOf<Op, true> {
-  using type = typename Op::SharedHeld;
+template <class Op, template <class> class Part>
+struct HeldOr<Op, true, Part> {
+  using type = Part<Op>;
 };
+template <class Op>
+using SharedHeldOf = typename Op::SharedHeld;
+template <class Op>
+using RegHeldOf = typename Op::RegHeld;
 template <class Op, class Config, int kStages>
-using shared_held_t = typename SharedHeldOf<Op, kSharedHeldIsOwn<Op, Config, kStages>>::type;
-// What a thread keeps in registers: Held, or Op::RegHeld where the op splits it (splits_held).
-template <class Op, bool kSplit>
-struct HeldRegsOf {
-  using type = typename Op::Held;
-};
-template <class Op>
-struct HeldRegsOf<Op, true> {
-  using type = typename Op::RegHeld;
-};
+using shared_held_t = typename HeldOr<Op, kSharedHeldIsOwn<Op, Config, kStages>, SharedHeldOf>::type;
 // Shared memory of a block of Config's rows: kStages stages, and the held values where
 // held_in_shared (one per pack of a team: the block's teams share their columns).
 template <class Op, class Config, int kStages>
@@ -619,7 +615,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   using SharedHeld = shared_held_t<Op, Config, kStages>;
   constexpr bool kHeldShared = held_in_shared<Op, Config>();
   constexpr bool kHeldSplit = kHeldShared && splits_held<Op, Config>;
-  using RegHeld = typename HeldRegsOf<Op, kHeldSplit>::type;
+  using RegHeld = typename HeldOr<Op, kHeldSplit, RegHeldOf>::type;  // what stays in registers
   constexpr int kHeldSlots = static_cast<int>(sizeof(SharedHeld) / sizeof(int4));
   static_assert(!kHeldShared || sizeof(SharedHeld) % sizeof(int4) == 0);
   RegHeld held_regs[kHeldShared && !kHeldSplit ? 1 : kPacks];
