@@ -154,6 +154,15 @@ namespace kbench::staged_rows {
       return fallback;                          \
     }                                           \
   }()
+// The same for a member template of the rows' configuration: Op::kMember<Config>, else `fallback`.
+#define KBENCH_POLICY_CONFIG_OPTION(kMember, fallback)        \
+  [] {                                                        \
+    if constexpr (requires { Op::template kMember<Config>; }) { \
+      return Op::template kMember<Config>;                    \
+    } else {                                                  \
+      return fallback;                                        \
+    }                                                         \
+  }()
 
 // Threads per row in a block of a cluster: Op::kClusterTeam where the op has one, else
 // KBENCH_CLUSTER_TEAM (staged_config.h).
@@ -262,16 +271,9 @@ __host__ __device__ constexpr bool held_in_shared() {
 // kHeldSharedBudget, else Held. (layernorm_bwd's w as floats: converted once, not twice per row.)
 constexpr size_t kHeldSharedBudget = 216 * 1024;  // of sm_90's 227 KB per block
 // Does Op, in Config's rows, keep only part of it there (Op::SharedHeld), the rest in
-// registers (Op::RegHeld)? Op::kSplitHeldIn<Config> where it has one. (A member template, so
-// not KBENCH_POLICY_OPTION.)
+// registers (Op::RegHeld)? Op::kSplitHeldIn<Config> where it has one.
 template <class Op, class Config>
-constexpr bool splits_held = [] {
-  if constexpr (requires { Op::template kSplitHeldIn<Config>; }) {
-    return Op::template kSplitHeldIn<Config>;
-  } else {
-    return false;
-  }
-}();
+constexpr bool splits_held = KBENCH_POLICY_CONFIG_OPTION(kSplitHeldIn, false);
 // (A variable, not a function: the kernel reads it, and stage_bytes is host-only.)
 template <class Op, class Config, int kStages>
 constexpr bool kSharedHeldIsOwn = [] {
@@ -339,15 +341,9 @@ constexpr bool half_teams() {
 
 // Does Op, in Config's rows, make an output in its sums pass and keep it in place of staged
 // tensor 0's pack (kRestagesIn, add_sums_restage, store_restaged)? Then the outputs pass reads
-// it rather than making it again. (A member template, so not KBENCH_POLICY_OPTION.)
+// it rather than making it again.
 template <class Op, class Config>
-constexpr bool restages = [] {
-  if constexpr (requires { Op::template kRestagesIn<Config>; }) {
-    return Op::template kRestagesIn<Config>;
-  } else {
-    return false;
-  }
-}();
+constexpr bool restages = KBENCH_POLICY_CONFIG_OPTION(kRestagesIn, false);
 
 // Does Op sum a float4 per row over all rows (row_total, finish_totals)?
 template <class Op>
