@@ -34,6 +34,10 @@
 //                   (x, x^2) per row, means as sum * (1/N), a second round only where it
 //                   would lose digits (one_pass_variance.h); y as two FMAs per element. Rows
 //                   one block holds up to 6 stages deep; clusters past 16384 bf16.
+//   v5_vec16_warp_rows  one 32-thread block per row on a grid of M blocks (as torch.compile's
+//                   Triton kernel): x in registers, two warp reductions, no staging or
+//                   persistence. Rows of up to 1024 elements (others skipped); the H200's
+//                   fastest at 1K, not the H100's.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -530,6 +534,85 @@ void launch_v4(const FwdParams<T>& p, const LaunchArgs& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// v5_vec16_warp_rows: one warp-sized block per row on a grid of M blocks, not persistent, as
+// torch.compile's Triton kernel for 1K rows (num_warps 1, 64 registers; read on the H200 in
+// the twenty-eighth session): each lane loads its packs of x at once, the row's two
+// sums are two warp reductions (the variance in two passes over registers, exact), and the
+// hardware refills an SM's block slots as rows finish: no staging, no barrier, no persistence.
+// Rows of up to 1024 elements (4 packs per lane in 16-bit types, 8 in fp32), N a multiple of
+// the pack. Same run, % of the copy ceiling, three repetitions, against v4 at 32768x1024 /
+// 32768x768 / 65536x512: H200 bf16 94.2-94.5 / 88.5-89.0 / 69.9-70.1 against 93.4-93.6 /
+// 87.3-87.6 / 85.9-86.7, fp32 96.4-96.6 against 92.1-92.5 at 1K; H100 bf16 96.6-96.9 / 95.9-96.2
+// / 89.1-91.1 against 100.0-100.2 / 99.8-99.9 / 95.4-95.9 (kernels/rmsnorm/NOTES.md,
+// twenty-eighth session). Narrow rows leave most lanes idle: v4 there.
+// ---------------------------------------------------------------------------------------------
+
+constexpr int64_t kWarpRowsMaxCols = 1024;
+
+template <class T>
+constexpr int kWarpRowPacks = static_cast<int>(kWarpRowsMaxCols) / (kWarpSize * Vec16<T>::kSize);
+
+// 32 blocks per SM (the most an SM holds) at 64 registers each. (HIP's second argument of
+// __launch_bounds__ counts waves per execution unit, and nothing was measured there: 1.)
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+constexpr int kWarpRowsMinBlocks = 1;
+#else
+constexpr int kWarpRowsMinBlocks = 32;
+#endif
+template <class T>
+__global__ void __launch_bounds__(kWarpSize, kWarpRowsMinBlocks) layernorm_fwd_warp_rows(FwdParams<T> p) {
+  constexpr int V = Vec16<T>::kSize;
+  constexpr int kPacks = kWarpRowPacks<T>;
+  const int cols = static_cast<int>(p.cols);
+  const T* x_row = p.x + static_cast<int64_t>(blockIdx.x) * p.cols;
+  T* y_row = p.y + static_cast<int64_t>(blockIdx.x) * p.cols;
+  Vec16<T> xv[kPacks];
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int col = (k * kWarpSize + static_cast<int>(threadIdx.x)) * V;
+    xv[k] = col < cols ? load_vec(x_row + col) : zero_vec<T>();  // a zero pack adds nothing
+  }
+  float2 acc = make_float2(0.f, 0.f);
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) add_elements(acc, xv[k]);
+  const float mean = warp_reduce_sum(acc.x + acc.y) * p.inv_cols;
+  acc = make_float2(0.f, 0.f);
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int col = (k * kWarpSize + static_cast<int>(threadIdx.x)) * V;
+    add_sq_deviations<T, true>(acc, xv[k], mean, col < cols ? V : 0);
+  }
+  const float rstd = rsqrtf(warp_reduce_sum(acc.x + acc.y) * p.inv_cols + p.eps);
+  const float shift = -mean * rstd;
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int col = (k * kWarpSize + static_cast<int>(threadIdx.x)) * V;
+    if (col < cols) {  // w and b read only now (from L1 or L2): x alone lives across the sums
+      store_vec(y_row + col, normalize<T, true>(xv[k], load_vec(p.w + col), load_vec(p.b + col),
+                                                mean, rstd, shift));
+    }
+  }
+}
+
+std::optional<std::string> warp_rows_reject(const Shape& shape, DType dtype) {
+  const int64_t pack = 16 / static_cast<int64_t>(dtype_size(dtype));
+  if (shape.n > kWarpRowsMaxCols)
+    return "v5_vec16_warp_rows takes rows of up to 1024 elements (N=" + std::to_string(shape.n) + ")";
+  if (shape.n % pack != 0)
+    return "v5_vec16_warp_rows needs N a multiple of " + std::to_string(pack) + " (N=" +
+           std::to_string(shape.n) + ")";
+  if (shape.m > INT32_MAX) return "v5_vec16_warp_rows takes at most 2^31 - 1 rows";
+  return std::nullopt;
+}
+
+template <class T>
+void launch_v5(const FwdParams<T>& p, gpuStream_t stream) {
+  if (!fwd_rows_aligned(p)) return launch_v2(p, 0, stream);  // the scalar path
+  layernorm_fwd_warp_rows<T><<<static_cast<unsigned>(p.rows), kWarpSize, 0, stream>>>(p);
+  KB_GPU_CHECK_LAUNCH();
+}
+
+// ---------------------------------------------------------------------------------------------
 // Registration
 // ---------------------------------------------------------------------------------------------
 
@@ -589,6 +672,20 @@ KBENCH_REGISTER(layernorm_v4_vec16_staged) {
         });
       })
       .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(layernorm_v5_vec16_warp_rows) {
+  register_impl("layernorm", "v5_vec16_warp_rows")
+      .note("one 32-thread block per row on a grid of M blocks (as torch.compile's Triton kernel); N <= 1024")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          launch_v5(fwd_params<T>(a), stream_of(a));
+        });
+      })
+      .rejects(warp_rows_reject)
       .workspace(no_workspace);
 }
 

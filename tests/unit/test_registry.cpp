@@ -55,6 +55,23 @@ TEST(Registry, SelectImplsKeepsOrderDropsDuplicatesAndRejectsUnknown) {
   EXPECT_THROW(reg().select_impls("rmsnorm", {"v9_magic"}), UsageError);
 }
 
+// layernorm v5 (one warp-sized block per row) takes rows of up to 1024 elements, N a multiple
+// of the 16-byte pack; it skips others with a reason that names N.
+TEST(Registry, LayernormWarpRowsSaysWhichRowsItSkips) {
+  const auto impls = reg().select_impls("layernorm", {"v5_vec16_warp_rows"});
+  ASSERT_EQ(impls.size(), 1u);
+  const auto& rejects = impls[0]->rejects;
+  EXPECT_FALSE(rejects(Shape{32768, 1024}, DType::bf16).has_value());
+  EXPECT_FALSE(rejects(Shape{1, 8}, DType::f16).has_value());
+  EXPECT_FALSE(rejects(Shape{7, 1020}, DType::f32).has_value());
+  const auto wide = rejects(Shape{7, 2048}, DType::bf16);
+  ASSERT_TRUE(wide.has_value());
+  EXPECT_NE(wide->find("N=2048"), std::string::npos) << *wide;
+  const auto odd = rejects(Shape{7, 1020}, DType::bf16);  // 1020 % 8 != 0
+  ASSERT_TRUE(odd.has_value());
+  EXPECT_NE(odd->find("N=1020"), std::string::npos) << *odd;
+}
+
 TEST(Registry, OpDescriptorsAreComplete) {
   for (const OpDescriptor* op : reg().ops()) {
     EXPECT_FALSE(op->summary.empty()) << op->name;
