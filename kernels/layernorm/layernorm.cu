@@ -489,8 +489,7 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
     return Held{load_vec(p.w + col), load_vec(p.b + col)};
   }
   __device__ static Held join_held(const Vec16<T>& w, const Vec16<T>& b) { return Held{w, b}; }
-  template <class H>
-  __device__ static void add_sums(int round, float2& sums, const Vec16<T> (&in)[1], const H&,
+  __device__ static void add_sums(int round, float2& sums, const Vec16<T> (&in)[1], const Held&,
                                   const Stats& s) {
     if (round == 0) {
       add_elements_and_squares(sums, in[0]);
@@ -517,9 +516,9 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
     s.shift = -s.mean * s.rstd;
   }
   __device__ static bool needs_round(int, const Stats& s) { return s.second_round; }
-  template <class H, class Acc>
+  template <class Acc>
   __device__ static void store_out(const Params& p, int64_t row, int64_t col, const Vec16<T> (&in)[1],
-                                   const H& h, const Stats& s, Acc&) {
+                                   const Held& h, const Stats& s, Acc&) {
     store_vec(p.y + row * p.cols + col, normalize<T, true>(in[0], h.w, h.b, s.mean, s.rstd, s.shift));
   }
   static T* col_grad(const Params&, int) { return nullptr; }
@@ -566,11 +565,11 @@ __global__ void __launch_bounds__(kWarpSize, kWarpRowsMinBlocks) layernorm_fwd_w
   const int cols = static_cast<int>(p.cols);
   const T* x_row = p.x + static_cast<int64_t>(blockIdx.x) * p.cols;
   T* y_row = p.y + static_cast<int64_t>(blockIdx.x) * p.cols;
+  const auto col_of = [](int k) { return (k * kWarpSize + static_cast<int>(threadIdx.x)) * V; };
   Vec16<T> xv[kPacks];
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    const int col = (k * kWarpSize + static_cast<int>(threadIdx.x)) * V;
-    xv[k] = col < cols ? load_vec(x_row + col) : zero_vec<T>();  // a zero pack adds nothing
+    xv[k] = col_of(k) < cols ? load_vec(x_row + col_of(k)) : zero_vec<T>();  // a zero pack adds nothing
   }
   float2 acc = make_float2(0.f, 0.f);
 #pragma unroll
@@ -578,15 +577,12 @@ __global__ void __launch_bounds__(kWarpSize, kWarpRowsMinBlocks) layernorm_fwd_w
   const float mean = warp_reduce_sum(acc.x + acc.y) * p.inv_cols;
   acc = make_float2(0.f, 0.f);
 #pragma unroll
-  for (int k = 0; k < kPacks; ++k) {
-    const int col = (k * kWarpSize + static_cast<int>(threadIdx.x)) * V;
-    add_sq_deviations<T, true>(acc, xv[k], mean, col < cols ? V : 0);
-  }
+  for (int k = 0; k < kPacks; ++k) add_sq_deviations<T, true>(acc, xv[k], mean, col_of(k) < cols ? V : 0);
   const float rstd = rsqrtf(warp_reduce_sum(acc.x + acc.y) * p.inv_cols + p.eps);
   const float shift = -mean * rstd;
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    const int col = (k * kWarpSize + static_cast<int>(threadIdx.x)) * V;
+    const int col = col_of(k);
     if (col < cols) {  // w and b read only now (from L1 or L2): x alone lives across the sums
       store_vec(y_row + col, normalize<T, true>(xv[k], load_vec(p.w + col), load_vec(p.b + col),
                                                 mean, rstd, shift));
