@@ -143,18 +143,22 @@ __device__ __forceinline__ V grid_wait_sum(const GridSums& g, int group_team, ui
   constexpr int W = kFloatsOf<V>;
   constexpr int kWords = kCluster * W;
   constexpr int kSpan = kWords < kWarpSize ? kWords : kWarpSize;  // lanes that hold words
-  constexpr int kPerLane = kWords / kSpan;
-  static_assert((W & (W - 1)) == 0 && kWords % kSpan == 0, "a butterfly over whole ranks");
+  constexpr int kPerLane = (kWords + kSpan - 1) / kSpan;
+  static_assert((W & (W - 1)) == 0 && kSpan % W == 0, "a butterfly over whole ranks");
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const uint32_t tag = grid_tag(g.epoch, call);
+  // Does lane hold word i * kSpan + lane? (Only a last, partial round of a group of 10, 12 or
+  // 14 blocks' float4s leaves lanes out.)
+  const auto holds = [lane](int i) { return kWords % kSpan == 0 || i * kSpan + lane < kWords; };
   float v = 0.f;
   if (lane < kSpan) {
     const uint64_t* const slots = grid_slots<kCluster, V>(g, group_team, call) + lane;
     uint64_t words[kPerLane];
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) words[i] = load_word(slots + i * kSpan);
+    for (int i = 0; i < kPerLane; ++i) words[i] = holds(i) ? load_word(slots + i * kSpan) : 0;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
+      if (!holds(i)) continue;
       for (uint32_t polls = 0; static_cast<uint32_t>(words[i] >> 32) != tag; ++polls) {
         if (polls == kMaxPolls) trap_kernel();
         words[i] = load_word(slots + i * kSpan);

@@ -141,6 +141,34 @@ constexpr bool fits_blocks_per_sm(size_t shared, int n) {
 #define KBENCH_HOST_DEVICE
 #endif
 
+// Packs of a row per block of a row over `cluster` blocks (block `rank` takes packs rank *
+// slice .. (rank + 1) * slice - 1 of those the row has): ceil(packs / cluster) rounded up to
+// KBENCH_SLICE_ALIGN packs (8, the default: 128 bytes, so every slice starts on a cache line,
+// the row itself does where N * sizeof(T) is a multiple of 128; 1, a knob for
+// scripts/ab-flags.sh: not rounded). Never more than a block's slots where ceil(packs / cluster)
+// is not (those are multiples of 8 packs); the last blocks may get fewer packs, or none.
+// Unaligned, a warp's 512 contiguous bytes span five lines, not four: 40000 bf16 is 5000 packs,
+// 1250 per block of 4, 625 of 8. Same run, bf16, % of the copy ceiling, means of three
+// repetitions, 839x40000, aligned against not: H200 rmsnorm 86.6 / 83.6, layernorm 79.3 / 74.2,
+// fused_add_rmsnorm 90.4 / 84.5, polynorm 76.0 / 75.6, fused_mul_polynorm 80.2 / 73.3,
+// rmsnorm_bwd 84.2 / 73.5, fused_add_rmsnorm_bwd 86.2 / 74.9, polynorm_bwd 64.0 / 60.3,
+// fused_mul_polynorm_bwd 72.5 / 67.7, layernorm_bwd 66.2 / 64.9 (10 blocks in both); H100
+// (with layernorm_bwd's groups of 10, against 8-block clusters unaligned): rmsnorm 93.1 / 91.2,
+// layernorm 91.1 / 86.3, fused_add_rmsnorm 92.2 / 87.2, polynorm 90.0 / 86.7, fused_mul_polynorm
+// 89.9 / 83.6, rmsnorm_bwd 87.3 / 81.2, fused_add_rmsnorm_bwd 87.2 / 81.0, polynorm_bwd 78.9 /
+// 74.9, fused_mul_polynorm_bwd 78.7 / 75.3, layernorm_bwd 77.3 / 75.9. Rows whose slices were
+// aligned already (every power of two from 1024 on) run as before: rmsnorm at 512x65536 93.7 /
+// 93.9, layernorm_bwd at 2048x16384 and 512x65536 within 0.5 (H100; kernels/rmsnorm/NOTES.md,
+// twenty-ninth session).
+#ifndef KBENCH_SLICE_ALIGN
+#define KBENCH_SLICE_ALIGN 8
+#endif
+KBENCH_HOST_DEVICE constexpr int slice_packs(int packs, int cluster) {
+  const int slice = (packs + cluster - 1) / cluster;
+  if (cluster == 1) return slice;
+  return (slice + KBENCH_SLICE_ALIGN - 1) / KBENCH_SLICE_ALIGN * KBENCH_SLICE_ALIGN;
+}
+
 // Whether rows over `cluster` blocks with `stages` stages are pipelined (KBENCH_PIPELINE_ROWS).
 KBENCH_HOST_DEVICE constexpr bool pipelines_rows(int cluster, int stages) {
   return KBENCH_PIPELINE_ROWS && cluster > 1 && stages >= 3;
@@ -238,9 +266,9 @@ void with_fitted_packs(int64_t packs, F&& f) {
   f(StagedConfig<kTeam, 1, kPacks>{});
 }
 
-// Wide rows (ops with kWideRows: layernorm_bwd): rows of `packs` packs over the fewest of 2,
-// 4, .. kWideMaxBlocks blocks of four kWideTeam-thread teams at kPacks packs each, as grid rows
-// (staged_rows.cuh; groups of more than 8 blocks can only be grid rows). Calls
+// Wide rows (ops with kWideRows: layernorm_bwd): rows of `packs` packs over the fewest of 2, 4,
+// 8, 10, 12 and 16 blocks (kWideMaxBlocks) of four kWideTeam-thread teams at kPacks packs each,
+// as grid rows (staged_rows.cuh; groups of more than 8 blocks can only be grid rows). Calls
 // f(StagedConfig<...>{}) and returns true, or returns false where the row needs more blocks
 // or would fill 3/4 or less of more than 8 blocks' slots (H100, layernorm_bwd at 768x40000,
 // 61% of 16 blocks' slots: 70.5% of the copy ceiling against 74.0 in clusters of 8 blocks of
@@ -253,7 +281,25 @@ constexpr int kWideTeam = 128;
 #ifndef KBENCH_WIDE_MAX_BLOCKS
 #define KBENCH_WIDE_MAX_BLOCKS 16
 #endif
+// Groups of 10 and 12 blocks between 8 and 16 (1, the default), or 2, 4, 8, 16 only (0, a knob
+// for scripts/ab-flags.sh), so rows of 4097-6144 packs (32776-49152 bf16) fill more than 4/5 of
+// their group, not 3/4 or less of 16 blocks (which sent them to clusters of 8 blocks of two
+// 256-thread teams). Same run, bf16, % of the copy ceiling, three repetitions, layernorm_bwd,
+// with aligned slices (slice_packs above), against 0 with unaligned ones:
+// H200 66.2 / 78.4 against 59.2 / 71.4 at 839x40000 / 683x49152 (10 / 12 blocks), H100 77.3 /
+// 83.7 against 75.9 / 82.0. Groups of 3 to 7 blocks measured slower where they took rows below
+// 32768 (18432 on 5 blocks: H200 63.3 against 65.6, H100 76.4 against 79.1; 24576 on 6: H100
+// -1.5; 28672 on 7: H200 -2.7), faster only at 20480 on the H200 (+4): not taken
+// (kernels/rmsnorm/NOTES.md, twenty-ninth session).
+#ifndef KBENCH_WIDE_MIDDLE_GROUPS
+#define KBENCH_WIDE_MIDDLE_GROUPS 1
+#endif
 constexpr int kWideMaxBlocks = KBENCH_WIDE_MAX_BLOCKS;
+// The next group after one of `blocks` blocks: 2, 4, 8, 10, 12, 16 (then past any maximum).
+constexpr int next_wide_blocks(int blocks) {
+  if (!KBENCH_WIDE_MIDDLE_GROUPS || blocks < 8) return blocks * 2;
+  return blocks < 12 ? blocks + 2 : blocks + 4;
+}
 template <int kPacks, int kBlocks = 2, class F>
 bool with_wide_rows(int64_t packs, F&& f) {
   constexpr int64_t kSlots = int64_t{kBlocks} * kWideTeam * kPacks;
@@ -261,8 +307,8 @@ bool with_wide_rows(int64_t packs, F&& f) {
     if (kBlocks > kMaxClusterBlocks && 4 * packs <= 3 * kSlots) return false;
     return f(StagedConfig<kWideTeam, kBlocks, kPacks>{}), true;
   }
-  if constexpr (kBlocks < kWideMaxBlocks) {
-    return with_wide_rows<kPacks, kBlocks * 2>(packs, f);
+  if constexpr (next_wide_blocks(kBlocks) <= kWideMaxBlocks) {
+    return with_wide_rows<kPacks, next_wide_blocks(kBlocks)>(packs, f);
   } else {
     return false;
   }
@@ -290,6 +336,17 @@ bool with_wide_rows(int64_t packs, F&& f) {
 // kWidePacks (staged_rows.cuh's wide_packs): rows past a 256-thread team's packs take the
 // configurations of kWidePacks packs per thread instead, kClusterPacks with them (layernorm's
 // forward: 8 up to there, 4 beyond).
+// Rows past a 256-thread team's kPacks that a whole-block team holds at 5/8 of kPacks (layernorm's
+// forward: 16392-20480 bf16 at 5 of 8 packs) on one block at those (1, the default), not over a
+// cluster of 4 blocks at kWidePacks (0, a knob for scripts/ab-flags.sh). Same run, layernorm,
+// % of the copy ceiling, three repetitions, at 1820x18432 / 1638x20480: H100 bf16 96.4-97.8 /
+// 96.7-97.4 against 88.8-89.1 / 90.8, fp16 95.9-97.6 / 97.4-98.0 against 88.4-88.8 /
+// 90.5-90.6; H200 bf16 89.4-89.7 against 81.3-81.5 at 20480, fp16 90.0-90.4 against 80.1-80.3.
+// 24576 on one block at 6 packs (b in shared memory, 3 stages) measured 3-4 points slower than
+// clusters on the H200 (kernels/rmsnorm/NOTES.md, twenty-ninth session).
+#ifndef KBENCH_WHOLE_BLOCK_FIVE
+#define KBENCH_WHOLE_BLOCK_FIVE 1
+#endif
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
@@ -307,6 +364,12 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   if (packs <= 128 * kPacks) return with_fitted_packs<128, kPacks, kFit, kHalfTeams>(packs, f), true;
   if (packs <= 256 * kPacks) return with_fitted_packs<256, kPacks, kFit, kHalfTeams>(packs, f), true;
   if constexpr (kWidePacks != kPacks) {
+    // Rows a whole-block team holds at 5/8 of kPacks keep them (KBENCH_WHOLE_BLOCK_FIVE;
+    // 16392-20480 bf16 at 5 of 8: one block, 5 stages of 40 KB), rather than go to clusters.
+    constexpr int kFive = kPacks * 5 / 8;
+    if constexpr (kFit && KBENCH_WHOLE_BLOCK_FIVE && kFive > kWidePacks) {
+      if (packs <= int64_t{kBlock} * kFive) return f(StagedConfig<kBlock, 1, kFive>{}), true;
+    }
     return with_staged_config<kWarpSize, kWidePacks, kClusterTeam, kFit, kWidePacks, kHalfTeams,
                               kWide, kFullRowsKeepPacks, kSplitRows>(packs, clusters, f);
   } else {

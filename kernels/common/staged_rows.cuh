@@ -86,7 +86,8 @@
 // the whole block) owns one row at a time, so a block works on 16 to 1 rows at once; rows wider
 // than a block holds (16384 bf16 at 4 packs per thread, 32768 at 8) go to a cluster of 2, 4 or 8
 // blocks, each block's two teams of 256 threads (KBENCH_CLUSTER_TEAM) on two rows (whole-block
-// teams in a cluster of 8 beyond), block `rank` a contiguous slice of each; or, where that puts
+// teams in a cluster of 8 beyond), block `rank` a contiguous slice of each (on a 128-byte line:
+// staged_config.h's slice_packs); or, where that puts
 // more blocks to work (an H100 holds only 120 blocks as clusters of 4 or 8), to a group of as many
 // consecutive plain blocks whose sums meet in global memory instead ("grid rows", grid_sums.h;
 // grid_rows_for says for which ops and configurations). Ops with kSplitRows take rows up to twice
@@ -493,7 +494,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   const int64_t cluster = blockIdx.x / kCluster;
   const int64_t clusters = gridDim.x / kCluster;
   const int packs = static_cast<int>(p.cols / V);
-  const int slice = static_cast<int>(ceil_div(packs, kCluster));
+  const int slice = slice_packs(packs, kCluster);  // block `rank`'s packs of a row
   const int slice_end = min(packs, (rank + 1) * slice);
   const auto pack_of = [&](int k) { return rank * slice + k * kTeam + lane; };
   // Pack k's column, a constant offset from pack 0's (so each pack's address is one too).

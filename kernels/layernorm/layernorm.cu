@@ -417,18 +417,29 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 // shared memory: bf16 +1.2 to +2.5 at 2K-16K (88.9 against 86.4 at 2048x16384, 92.9 against
 // 90.7 at 5461x6144); fp16 +1.7 / +2.2 at 6144 / 12288 (6 packs), but -2.2 to -2.8 at 2K /
 // 4K / 8K, whose 8-pack fp16 kernels spill 20-24 bytes so (bf16's none): fp16 keeps w and b
-// in shared memory at 8 packs. H100, bf16: +0.1 to +2.8 at 2K-16K (96.2 against 93.4 at 16K). (8 packs for the wide rows as well, 32768 on 2 blocks, measured
-// -0.7 / -1.5 at 32K / 64K.) w and b both as floats in shared memory, converted once, measured
-// 84.5 against 93.0 at 2K (H200; kernels/rmsnorm/NOTES.md, twenty-eighth session).
+// in shared memory at 8 packs but in 256-thread teams (16K, KBENCH_LAYERNORM_FP16_SPLIT_TEAM
+// below). H100, bf16: +0.1 to +2.8 at 2K-16K (96.2 against 93.4 at 16K). (8 packs for the wide
+// rows as well, 32768 on 2 blocks, measured -0.7 / -1.5 at 32K / 64K.) w and b both as floats in
+// shared memory, converted once, measured 84.5 against 93.0 at 2K (H200; kernels/rmsnorm/
+// NOTES.md, twenty-eighth session).
 #ifndef KBENCH_LAYERNORM_SPLIT_HELD
 #define KBENCH_LAYERNORM_SPLIT_HELD 1
+#endif
+// fp16 splits too at 8 packs in teams of at least this many threads (256, the default: 16384
+// fp16, whose kernel spills 24 bytes so but gets 3 stages of 64 KB beside b, not 2 beside w and
+// b; 1024: never, a knob for scripts/ab-flags.sh). Same run, fp16, % of the copy ceiling, three
+// repetitions, at 2048x16384: H200 88.2-88.5 against 86.4-86.8; H100 93.6-93.9 against 92.6-94.4
+// (kernels/rmsnorm/NOTES.md, twenty-ninth session).
+#ifndef KBENCH_LAYERNORM_FP16_SPLIT_TEAM
+#define KBENCH_LAYERNORM_FP16_SPLIT_TEAM 256
 #endif
 template <class T, bool kSplit>
 struct LayernormSplitHeld {};  // w and b both in shared memory
 template <class T>
 struct LayernormSplitHeld<T, true> {
   template <class Config>
-  static constexpr bool kSplitHeldIn = std::is_same_v<T, bf16_t> || Config::kPacks < 8;
+  static constexpr bool kSplitHeldIn = std::is_same_v<T, bf16_t> || Config::kPacks < 8 ||
+                                      Config::kTeam >= KBENCH_LAYERNORM_FP16_SPLIT_TEAM;
   using RegHeld = Vec16<T>;     // w
   using SharedHeld = Vec16<T>;  // b
   __device__ static RegHeld hold_regs(const FwdParams<T>& p, int64_t col) { return load_vec(p.w + col); }
@@ -456,7 +467,8 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   // points of the copy ceiling slower than 4 packs (H200). Same run, bf16, % of the copy
   // ceiling, means of three repetitions, against 4 packs: H200 +0.7 / +3.7 / +5.8 / +2.3 at
   // 2K / 4K / 8K / 16K (91.2 against 85.3 at 4096x8192), +1.9 / +3.0 / +2.1 at 3072 / 6144 /
-  // 12288 (6 packs). Wider rows keep 4 packs (kWidePacks) and w and b in registers: 8 packs
+  // 12288 (6 packs). Wider rows keep 4 packs (kWidePacks; but 16392-20480 bf16 take 5 on one
+  // block: staged_config.h's KBENCH_WHOLE_BLOCK_FIVE) and w and b in registers: 8 packs
   // measured 1-3 points slower at 32K and 64K, and their w and b would not fit beside 2
   // stages. Rows fitted to 4 or 5 packs (1K, 5120) keep theirs in registers: in shared memory
   // they measured 1.9 and 2.6 slower (H200). fp32 keeps 4 packs: at 8 it measured 0.3-1.9

@@ -152,19 +152,40 @@ TEST(StagedConfig, WideRowsOverTheFewestBlocksOfFourTeams) {
   };
   EXPECT_EQ(wide(1536).cluster, 1);  // 12288 bf16: one block, as without kWide
   EXPECT_EQ(wide(1536).team, kBlock);
-  for (const auto& [packs, blocks] : {std::pair<int64_t, int>{1537, 4}, {2048, 4}, {2049, 8},
-                                      {4096, 8}, {6145, 16}, {8192, 16}}) {
-    const Choice c = wide(packs);
-    EXPECT_EQ(c.team, kWideTeam) << packs;
-    EXPECT_EQ(c.cluster, blocks) << packs;
-    EXPECT_EQ(c.packs, kPacks) << packs;
-    EXPECT_LE((packs + c.cluster - 1) / c.cluster, int64_t{c.team} * c.packs) << packs;
+  constexpr int64_t kGroupSlots = int64_t{kWideTeam} * kPacks;  // a block's slots for one row
+  if (KBENCH_WIDE_MIDDLE_GROUPS) {
+    // Groups of 4, 8, 10, 12, 16 blocks: the fewest that hold the row.
+    const int groups[] = {4, 8, 10, 12, 16};
+    for (int64_t packs = 1537; packs <= 16 * kGroupSlots; ++packs) {
+      const Choice c = wide(packs);
+      ASSERT_TRUE(c.taken) << packs;
+      ASSERT_EQ(c.team, kWideTeam) << packs;
+      ASSERT_EQ(c.packs, kPacks) << packs;
+      ASSERT_LE(packs, c.cluster * kGroupSlots) << packs;
+      const int* group = std::find(std::begin(groups), std::end(groups), c.cluster);
+      ASSERT_NE(group, std::end(groups)) << packs;
+      if (group != std::begin(groups)) ASSERT_GT(packs, group[-1] * kGroupSlots) << packs;
+    }
+    for (const auto& [packs, blocks] : {std::pair<int64_t, int>{2304, 8}, {4096, 8}, {4097, 10},
+                                        {5000, 10}, {5121, 12}, {6144, 12}, {6145, 16}, {8192, 16}}) {
+      EXPECT_EQ(wide(packs).cluster, blocks) << packs;  // 18432, 32768 .. 65536 bf16
+    }
+  } else {
+    for (const auto& [packs, blocks] : {std::pair<int64_t, int>{1537, 4}, {2048, 4}, {2049, 8},
+                                        {4096, 8}, {6145, 16}, {8192, 16}}) {
+      const Choice c = wide(packs);
+      EXPECT_EQ(c.team, kWideTeam) << packs;
+      EXPECT_EQ(c.cluster, blocks) << packs;
+      EXPECT_EQ(c.packs, kPacks) << packs;
+      EXPECT_LE((packs + c.cluster - 1) / c.cluster, int64_t{c.team} * c.packs) << packs;
+    }
+    for (const int64_t packs : {int64_t{4097}, int64_t{6144}, int64_t{8193}}) {  // as without kWide
+      const Choice c = wide(packs);
+      EXPECT_EQ(c.cluster, 8) << packs;
+      EXPECT_EQ(c.team, (choose<32, kPacks>(packs, true).team)) << packs;
+    }
   }
-  for (const int64_t packs : {int64_t{4097}, int64_t{6144}, int64_t{8193}}) {  // as without kWide
-    const Choice c = wide(packs);
-    EXPECT_EQ(c.cluster, 8) << packs;
-    EXPECT_EQ(c.team, (choose<32, kPacks>(packs, true).team)) << packs;
-  }
+  EXPECT_NE(wide(16 * kGroupSlots + 1).team, kWideTeam);  // past 16 blocks: as without kWide
   EXPECT_EQ(wide(2048, false).team, kBlock);  // no rows over several blocks: one block
   EXPECT_FALSE(wide(2049, false).taken);
 }
@@ -252,22 +273,33 @@ TEST(StagedConfig, SplitRowsTakeOneBlockAtTwiceThePacks) {
 }
 
 // kWidePacks (layernorm's forward: 8 packs, 4 beyond): rows a team of up to 256 threads holds
-// at the op's packs take them; wider rows take what an op of kWidePacks packs would.
+// at the op's packs take them; so do rows a whole-block team holds at 5/8 of them (one block,
+// no cluster); wider rows take what an op of kWidePacks packs would.
 TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
   const auto choose_wide = [](int64_t packs) {
     return choose<32, 8, KBENCH_CLUSTER_TEAM, true, 8, false, false, false, false, 4>(packs, true);
   };
   for (int64_t packs = 1; packs <= 8 * kBlock * 4; packs += 7) {
     const Choice c = choose_wide(packs);
+    ASSERT_TRUE(c.taken) << packs;
+    if (packs > 256 * 8 && packs <= kBlock * 5 && KBENCH_WHOLE_BLOCK_FIVE) {
+      EXPECT_EQ(c.team, kBlock) << packs;
+      EXPECT_EQ(c.cluster, 1) << packs;
+      EXPECT_EQ(c.packs, 5) << packs;
+      continue;
+    }
     const Choice eight = choose<32, 8>(packs, true);
     const Choice four = choose<32, 4>(packs, true);
     const Choice& expected = packs <= 256 * 8 ? eight : four;
-    ASSERT_TRUE(c.taken) << packs;
     ASSERT_EQ(c.team, expected.team) << packs;
     ASSERT_EQ(c.cluster, expected.cluster) << packs;
     ASSERT_EQ(c.packs, expected.packs) << packs;
   }
   EXPECT_EQ(choose_wide(2048).packs, 8);  // 16384 bf16: team 256 at 8
+  EXPECT_EQ(choose_wide(2049).team, KBENCH_WHOLE_BLOCK_FIVE ? kBlock : KBENCH_CLUSTER_TEAM);
+  EXPECT_EQ(choose_wide(2560).cluster, KBENCH_WHOLE_BLOCK_FIVE ? 1 : 4);  // 20480 bf16
+  EXPECT_EQ(choose_wide(2561).packs, 4);  // past 20480 bf16: over blocks at 4
+  EXPECT_GT(choose_wide(2561).cluster, 1);
   EXPECT_EQ(choose_wide(4096).packs, 4);  // 32768 bf16: over blocks at 4, not team 512 at 8
   EXPECT_GT(choose_wide(4096).cluster, 1);
 }
@@ -400,6 +432,24 @@ TEST(StagedConfig, TwoBlocksPerSmOnlyWhereEachKeepsTwoStages) {
   // Two staged tensors at 3 packs (48 KB a stage) fit too; at 4 (64 KB) they do not.
   EXPECT_TRUE(fits_blocks_per_sm(2 * stage_bytes(2, 3), 2));
   EXPECT_FALSE(fits_blocks_per_sm(2 * stage_bytes(2, 4), 2));
+}
+
+// A row over several blocks: every block's slice starts on a 128-byte line (a multiple of 8
+// packs), the slices cover the row, and no slice passes the slots of the configuration that
+// took the row (4 or 8 packs per thread of a team of 32 to 512).
+TEST(StagedConfig, SlicesStartOnALineCoverTheRowAndFitTheirBlock) {
+  EXPECT_EQ(slice_packs(5000, 4), KBENCH_SLICE_ALIGN == 8 ? 1256 : 1250);  // 40000 bf16
+  EXPECT_EQ(slice_packs(5000, 1), 5000);                                     // one block: all
+  for (const int cluster : {2, 4, 8, 10, 12, 16}) {
+    for (const int slots : {32 * 4, 128 * 4, 256 * 4, 256 * 8, 512 * 4, 512 * 8}) {
+      for (int packs = (cluster - 1) * slots + 1; packs <= cluster * slots; ++packs) {
+        const int slice = slice_packs(packs, cluster);
+        if (KBENCH_SLICE_ALIGN == 8) ASSERT_EQ(slice % 8, 0) << packs << " over " << cluster;
+        ASSERT_GE(int64_t{slice} * cluster, packs) << packs << " over " << cluster;
+        ASSERT_LE(slice, slots) << packs << " over " << cluster;
+      }
+    }
+  }
 }
 
 }  // namespace
