@@ -266,6 +266,30 @@ void with_fitted_packs(int64_t packs, F&& f) {
   f(StagedConfig<kTeam, 1, kPacks>{});
 }
 
+// Rows over kCluster blocks of kTeam threads each at kPacks: at 5/8 or 3/4 of kPacks where that
+// holds the row, as with_fitted_packs does for rows one block holds (KBENCH_FIT_CLUSTER_PACKS=1,
+// where the op fits its packs), or at kPacks (0, the default). A lab knob prepared in the
+// twenty-ninth session and not yet measured: 40000 bf16 at 8 packs (5000 packs on 4 blocks of
+// two 256-thread teams) fills 61% of 8192 slots, at 5 packs 98% of 5120, so its stages would be
+// 40 KB and 4 deep, not 64 KB and 3 deep; 49152 fills 6 packs exactly. Off-sweep rows such as
+// these read 64-89% of the copy ceiling on the H200 (results/nvidia-h200/offsweep-bf16.csv).
+#ifndef KBENCH_FIT_CLUSTER_PACKS
+#define KBENCH_FIT_CLUSTER_PACKS 0
+#endif
+template <int kTeam, int kCluster, int kPacks, bool kFit, class F>
+void with_cluster_packs(int64_t packs, F&& f) {
+  constexpr int kFive = kPacks * 5 / 8;
+  constexpr int kSix = kPacks * 3 / 4;
+  constexpr int64_t kThreads = int64_t{kCluster} * kTeam;  // a row's threads over the cluster
+  if constexpr (KBENCH_FIT_CLUSTER_PACKS && kFit && kFive > kPacks / 2) {
+    if (packs <= kThreads * kFive) return f(StagedConfig<kTeam, kCluster, kFive>{});
+  }
+  if constexpr (KBENCH_FIT_CLUSTER_PACKS && kFit && kSix > kPacks / 2 && kSix > kFive) {
+    if (packs <= kThreads * kSix) return f(StagedConfig<kTeam, kCluster, kSix>{});
+  }
+  f(StagedConfig<kTeam, kCluster, kPacks>{});
+}
+
 // Wide rows (ops with kWideRows: layernorm_bwd): rows of `packs` packs over the fewest of 2, 4,
 // 8, 10, 12 and 16 blocks (kWideMaxBlocks) of four kWideTeam-thread teams at kPacks packs each,
 // as grid rows (staged_rows.cuh; groups of more than 8 blocks can only be grid rows). Calls
@@ -402,13 +426,13 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
       if (!keeps && fills(8 * 256 * kCP)) return f(StagedConfig<256, 8, kCP>{}), true;
       if (!keeps && fills(8 * kBlock * kCP)) return f(StagedConfig<kBlock, 8, kCP>{}), true;
     }
-    if (packs <= 2 * kTeam * kPacks) return f(StagedConfig<kTeam, 2, kPacks>{}), true;
-    if (packs <= 4 * kTeam * kPacks) return f(StagedConfig<kTeam, 4, kPacks>{}), true;
-    if (packs <= 8 * kTeam * kPacks) return f(StagedConfig<kTeam, 8, kPacks>{}), true;
+    if (packs <= 2 * kTeam * kPacks) return with_cluster_packs<kTeam, 2, kPacks, kFit>(packs, f), true;
+    if (packs <= 4 * kTeam * kPacks) return with_cluster_packs<kTeam, 4, kPacks, kFit>(packs, f), true;
+    if (packs <= 8 * kTeam * kPacks) return with_cluster_packs<kTeam, 8, kPacks, kFit>(packs, f), true;
     if constexpr (kTeam < 256) {
-      if (packs <= 8 * 256 * kPacks) return f(StagedConfig<256, 8, kPacks>{}), true;
+      if (packs <= 8 * 256 * kPacks) return with_cluster_packs<256, 8, kPacks, kFit>(packs, f), true;
     }
-    if (packs <= 8 * kBlock * kPacks) return f(StagedConfig<kBlock, 8, kPacks>{}), true;
+    if (packs <= 8 * kBlock * kPacks) return with_cluster_packs<kBlock, 8, kPacks, kFit>(packs, f), true;
     return false;
   }
 }

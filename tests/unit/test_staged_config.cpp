@@ -52,7 +52,7 @@ void expect_smallest_team_or_cluster() {
     constexpr int kFive = kThreadPacks * 5 / 8, kSix = kThreadPacks * 3 / 4;
     const bool half = kThreadPacks > 4 && c.packs == kThreadPacks / 2 && c.team == 32;
     if (c.packs != kThreadPacks && !half) {
-      ASSERT_EQ(c.cluster, 1) << packs;
+      if (!KBENCH_FIT_CLUSTER_PACKS) ASSERT_EQ(c.cluster, 1) << packs;  // else fitted clusters too
       ASSERT_TRUE((c.packs == kFive && kFive > kThreadPacks / 2) || c.packs == kSix) << packs;
       if (c.packs == kSix && kFive > kThreadPacks / 2) ASSERT_GT(packs, int64_t{c.team} * kFive) << packs;
     }
@@ -298,7 +298,7 @@ TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
   EXPECT_EQ(choose_wide(2048).packs, 8);  // 16384 bf16: team 256 at 8
   EXPECT_EQ(choose_wide(2049).team, KBENCH_WHOLE_BLOCK_FIVE ? kBlock : KBENCH_CLUSTER_TEAM);
   EXPECT_EQ(choose_wide(2560).cluster, KBENCH_WHOLE_BLOCK_FIVE ? 1 : 4);  // 20480 bf16
-  EXPECT_EQ(choose_wide(2561).packs, 4);  // past 20480 bf16: over blocks at 4
+  EXPECT_EQ(choose_wide(2561).packs, KBENCH_FIT_CLUSTER_PACKS ? 3 : 4);  // past 20480: over blocks
   EXPECT_GT(choose_wide(2561).cluster, 1);
   EXPECT_EQ(choose_wide(4096).packs, 4);  // 32768 bf16: over blocks at 4, not team 512 at 8
   EXPECT_GT(choose_wide(4096).cluster, 1);
@@ -449,6 +449,25 @@ TEST(StagedConfig, SlicesStartOnALineCoverTheRowAndFitTheirBlock) {
         ASSERT_LE(slice, slots) << packs << " over " << cluster;
       }
     }
+  }
+}
+
+// KBENCH_FIT_CLUSTER_PACKS: rows over a cluster at 5/8 or 3/4 of the op's packs where those
+// hold the row (40000 bf16 at 8 packs: 5 on 4 blocks of two 256-thread teams; 49152: 6), the
+// cluster the same as at the op's packs; without it, the op's packs.
+TEST(StagedConfig, ClusterRowsFitTheirPacksOnlyWithTheKnob) {
+  const Choice c40 = choose<32, 8>(5000, true);
+  EXPECT_EQ(c40.cluster, 4);
+  EXPECT_EQ(c40.packs, KBENCH_FIT_CLUSTER_PACKS ? 5 : 8);
+  EXPECT_EQ((choose<32, 8>(6144, true).packs), KBENCH_FIT_CLUSTER_PACKS ? 6 : 8);
+  EXPECT_EQ((choose<32, 8>(8192, true).packs), 8);  // 65536 bf16 fills 8
+  EXPECT_EQ((choose<32, 8, KBENCH_CLUSTER_TEAM, false>(5000, true).packs), 8);  // the op opts out
+  for (int64_t packs = 4097; packs <= 8 * kBlock * 8; packs += 13) {
+    const Choice c = choose<32, 8>(packs, true);
+    const Choice unfitted = choose<32, 8, KBENCH_CLUSTER_TEAM, false>(packs, true);
+    ASSERT_EQ(c.cluster, unfitted.cluster) << packs;
+    ASSERT_EQ(c.team, unfitted.team) << packs;
+    ASSERT_LE(packs, int64_t{c.cluster} * c.team * c.packs) << packs;
   }
 }
 
