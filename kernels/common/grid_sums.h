@@ -147,8 +147,8 @@ __device__ __forceinline__ V grid_wait_sum(const GridSums& g, int group_team, ui
   static_assert((W & (W - 1)) == 0 && kSpan % W == 0, "a butterfly over whole ranks");
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const uint32_t tag = grid_tag(g.epoch, call);
-  // Does lane hold word i * kSpan + lane? (Only a last, partial round of a group of 10, 12 or
-  // 14 blocks' float4s leaves lanes out.)
+  // Does lane hold word i * kSpan + lane? (Only a last, partial round of a group of 10 or 12
+  // blocks' float4s leaves lanes out.)
   const auto holds = [lane](int i) { return kWords % kSpan == 0 || i * kSpan + lane < kWords; };
   float v = 0.f;
   if (lane < kSpan) {

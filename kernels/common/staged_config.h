@@ -242,52 +242,47 @@ struct StagedConfig {
 // backward writes one N-wide fp32 partial row per block, and 264 or 528 of them cost 3-5
 // points of the copy ceiling against 132 (H100, kernels/rmsnorm/NOTES.md); several rows per
 // block keep as many rows in flight as several blocks would.
-// A row of `packs` packs on one team of kTeam threads at up to kPacks packs each: at 5/8 or
-// 3/4 of kPacks where that holds it (5120 bf16 at 8 packs: 640 packs, team 128 at 5), so
-// each stage is only as large as the row and more stages fit.
+// A row of `packs` packs on one team of kTeam threads at up to kPacks packs each (on each of
+// kCluster blocks: rows over a cluster, KBENCH_FIT_CLUSTER_PACKS below): at 5/8 or 3/4 of
+// kPacks where that holds it (5120 bf16 at 8 packs: 640 packs, team 128 at 5), so each stage
+// is only as large as the row and more stages fit.
 // kHalfTeams (staged_rows.cuh's half_teams: layernorm's forward, polynorm_bwd; 4 packs, with
-// or without kFit): first 5 packs on half the team where that holds the row (5120 bf16: 640
-// packs on 128 threads, every slot used, rather than 768 or 1024 slots on 256).
+// or without kFit; rows one block holds): first 5 packs on half the team where that holds the
+// row (5120 bf16: 640 packs on 128 threads, every slot used, rather than 768 or 1024 slots on
+// 256).
 // kWide (ops with kWideRows): rows past 3/4 of a whole-block team as with_wide_rows.
-template <int kTeam, int kPacks, bool kFit, bool kHalfTeams = false, class F>
+template <int kTeam, int kPacks, bool kFit, bool kHalfTeams = false, int kCluster = 1, class F>
 void with_fitted_packs(int64_t packs, F&& f) {
   constexpr int kFive = kPacks * 5 / 8;
   constexpr int kSix = kPacks * 3 / 4;
+  static_assert(!kHalfTeams || kCluster == 1);
   if constexpr (kHalfTeams && kPacks == 4 && kTeam >= 128) {  // half: a warp on AMD too
     if (packs <= kTeam / 2 * 5) return f(StagedConfig<kTeam / 2, 1, 5>{});
   }
-  const int64_t needed = (packs + kTeam - 1) / kTeam;
+  constexpr int64_t kThreads = int64_t{kCluster} * kTeam;  // the row's threads
+  const int64_t needed = (packs + kThreads - 1) / kThreads;
   if constexpr (kFit && kFive > kPacks / 2) {
-    if (needed <= kFive) return f(StagedConfig<kTeam, 1, kFive>{});
+    if (needed <= kFive) return f(StagedConfig<kTeam, kCluster, kFive>{});
   }
   if constexpr (kFit && kSix > kPacks / 2 && kSix > kFive) {
-    if (needed <= kSix) return f(StagedConfig<kTeam, 1, kSix>{});
+    if (needed <= kSix) return f(StagedConfig<kTeam, kCluster, kSix>{});
   }
-  f(StagedConfig<kTeam, 1, kPacks>{});
+  f(StagedConfig<kTeam, kCluster, kPacks>{});
 }
 
-// Rows over kCluster blocks of kTeam threads each at kPacks: at 5/8 or 3/4 of kPacks where that
-// holds the row, as with_fitted_packs does for rows one block holds (KBENCH_FIT_CLUSTER_PACKS=1,
-// where the op fits its packs), or at kPacks (0, the default). A lab knob prepared in the
-// twenty-ninth session and not yet measured: 40000 bf16 at 8 packs (5000 packs on 4 blocks of
-// two 256-thread teams) fills 61% of 8192 slots, at 5 packs 98% of 5120, so its stages would be
-// 40 KB and 4 deep, not 64 KB and 3 deep; 49152 fills 6 packs exactly. Off-sweep rows such as
-// these read 64-89% of the copy ceiling on the H200 (results/nvidia-h200/offsweep-bf16.csv).
+// Rows over kCluster blocks fitted to their packs as with_fitted_packs fits rows one block
+// holds (KBENCH_FIT_CLUSTER_PACKS=1, where the op fits its packs), or at kPacks (0, the
+// default). A lab knob prepared in the twenty-ninth session and not yet measured: 40000 bf16
+// at 8 packs (5000 packs on 4 blocks of two 256-thread teams) fills 61% of 8192 slots, at 5
+// packs 98% of 5120, so its stages would be 40 KB and 4 deep, not 64 KB and 3 deep; 49152
+// fills 6 packs exactly. Off-sweep rows such as these read 64-89% of the copy ceiling on the
+// H200 (results/nvidia-h200/offsweep-bf16.csv).
 #ifndef KBENCH_FIT_CLUSTER_PACKS
 #define KBENCH_FIT_CLUSTER_PACKS 0
 #endif
 template <int kTeam, int kCluster, int kPacks, bool kFit, class F>
 void with_cluster_packs(int64_t packs, F&& f) {
-  constexpr int kFive = kPacks * 5 / 8;
-  constexpr int kSix = kPacks * 3 / 4;
-  constexpr int64_t kThreads = int64_t{kCluster} * kTeam;  // a row's threads over the cluster
-  if constexpr (KBENCH_FIT_CLUSTER_PACKS && kFit && kFive > kPacks / 2) {
-    if (packs <= kThreads * kFive) return f(StagedConfig<kTeam, kCluster, kFive>{});
-  }
-  if constexpr (KBENCH_FIT_CLUSTER_PACKS && kFit && kSix > kPacks / 2 && kSix > kFive) {
-    if (packs <= kThreads * kSix) return f(StagedConfig<kTeam, kCluster, kSix>{});
-  }
-  f(StagedConfig<kTeam, kCluster, kPacks>{});
+  with_fitted_packs<kTeam, kPacks, KBENCH_FIT_CLUSTER_PACKS && kFit, false, kCluster>(packs, f);
 }
 
 // Wide rows (ops with kWideRows: layernorm_bwd): rows of `packs` packs over the fewest of 2, 4,
