@@ -242,47 +242,55 @@ struct StagedConfig {
 // backward writes one N-wide fp32 partial row per block, and 264 or 528 of them cost 3-5
 // points of the copy ceiling against 132 (H100, kernels/rmsnorm/NOTES.md); several rows per
 // block keep as many rows in flight as several blocks would.
-// A row of `packs` packs on one team of kTeam threads at up to kPacks packs each (on each of
-// kCluster blocks: rows over a cluster, KBENCH_FIT_CLUSTER_PACKS below): at 5/8 or 3/4 of
-// kPacks where that holds it (5120 bf16 at 8 packs: 640 packs, team 128 at 5), so each stage
-// is only as large as the row and more stages fit.
+// A row of `packs` packs on one team of kTeam threads at up to kPacks packs each: at 5/8 or 3/4
+// of kPacks where that holds it (5120 bf16 at 8 packs: 640 packs, team 128 at 5), so each
+// stage is only as large as the row and more stages fit.
 // kHalfTeams (staged_rows.cuh's half_teams: layernorm's forward, polynorm_bwd; 4 packs, with
 // or without kFit; rows one block holds): first 5 packs on half the team where that holds the
 // row (5120 bf16: 640 packs on 128 threads, every slot used, rather than 768 or 1024 slots on
 // 256).
 // kWide (ops with kWideRows): rows past 3/4 of a whole-block team as with_wide_rows.
-template <int kTeam, int kPacks, bool kFit, bool kHalfTeams = false, int kCluster = 1, class F>
+template <int kTeam, int kPacks, bool kFit, bool kHalfTeams = false, class F>
 void with_fitted_packs(int64_t packs, F&& f) {
   constexpr int kFive = kPacks * 5 / 8;
   constexpr int kSix = kPacks * 3 / 4;
-  static_assert(!kHalfTeams || kCluster == 1);
   if constexpr (kHalfTeams && kPacks == 4 && kTeam >= 128) {  // half: a warp on AMD too
     if (packs <= kTeam / 2 * 5) return f(StagedConfig<kTeam / 2, 1, 5>{});
   }
-  constexpr int64_t kThreads = int64_t{kCluster} * kTeam;  // the row's threads
-  const int64_t needed = (packs + kThreads - 1) / kThreads;
+  const int64_t needed = (packs + kTeam - 1) / kTeam;
   if constexpr (kFit && kFive > kPacks / 2) {
-    if (needed <= kFive) return f(StagedConfig<kTeam, kCluster, kFive>{});
+    if (needed <= kFive) return f(StagedConfig<kTeam, 1, kFive>{});
   }
   if constexpr (kFit && kSix > kPacks / 2 && kSix > kFive) {
-    if (needed <= kSix) return f(StagedConfig<kTeam, kCluster, kSix>{});
+    if (needed <= kSix) return f(StagedConfig<kTeam, 1, kSix>{});
   }
-  f(StagedConfig<kTeam, kCluster, kPacks>{});
+  f(StagedConfig<kTeam, 1, kPacks>{});
 }
 
-// Rows over kCluster blocks fitted to their packs as with_fitted_packs fits rows one block
-// holds (KBENCH_FIT_CLUSTER_PACKS=1, where the op fits its packs), or at kPacks (0, the
-// default). A lab knob prepared in the twenty-ninth session and not yet measured: 40000 bf16
-// at 8 packs (5000 packs on 4 blocks of two 256-thread teams) fills 61% of 8192 slots, at 5
-// packs 98% of 5120, so its stages would be 40 KB and 4 deep, not 64 KB and 3 deep; 49152
-// fills 6 packs exactly. Off-sweep rows such as these read 64-89% of the copy ceiling on the
-// H200 (results/nvidia-h200/offsweep-bf16.csv).
+// Rows over kCluster blocks of kTeam-thread teams at 3/4 of kPacks where the row fills 7/8 or
+// more of those slots (1, the default, for ops that ask: kFitClusters, the forwards), else at
+// kPacks (0, a knob for scripts/ab-flags.sh). 49152 bf16 at 8 packs fills 6 exactly on 4
+// blocks of two 256-thread teams: stages of 48 KB, 4 deep, not 64 KB 3 deep. Same run, H200,
+// bf16, % of the copy ceiling, three repetitions, at 683x49152 against 8 packs (layernorm's
+// forward 3 against 4): rmsnorm 90.3-91.1 against 86.9-87.2, polynorm 84.6-85.1 against
+// 81.2-82.1, layernorm 88.2-88.7 against 86.9-88.0, fused_add_rmsnorm and fused_mul_polynorm
+// within 0.5. Rows that fill less lost (fitted packs for every row over a cluster, the
+// twenty-ninth session's lab form): at 839x40000 (5 of 8 packs, 98% of their slots; layernorm 3
+// of 4, 81%) polynorm 70.3-70.6 against 76.3-77.5, layernorm 75.8 against 78.8-79.2,
+// fused_mul_polynorm -1.9; the backwards at 3 of 4 packs the same or slower (rmsnorm_bwd -1 to
+// -2.7 at 20480-40000): not taken (kernels/rmsnorm/NOTES.md, thirtieth session). H100: rmsnorm
+// and polynorm +3 to +3.4 at 49152 / 98304, fused_mul_polynorm -0.8 / -0.2.
 #ifndef KBENCH_FIT_CLUSTER_PACKS
-#define KBENCH_FIT_CLUSTER_PACKS 0
+#define KBENCH_FIT_CLUSTER_PACKS 1
 #endif
-template <int kTeam, int kCluster, int kPacks, bool kFit, class F>
+template <int kTeam, int kCluster, int kPacks, bool kFitClusters, class F>
 void with_cluster_packs(int64_t packs, F&& f) {
-  with_fitted_packs<kTeam, kPacks, KBENCH_FIT_CLUSTER_PACKS && kFit, false, kCluster>(packs, f);
+  constexpr int kSix = kPacks * 3 / 4;
+  constexpr int64_t kSixSlots = int64_t{kCluster} * kTeam * kSix;
+  if constexpr (KBENCH_FIT_CLUSTER_PACKS && kFitClusters && kSix > kPacks / 2) {
+    if (packs <= kSixSlots && 8 * packs >= 7 * kSixSlots) return f(StagedConfig<kTeam, kCluster, kSix>{});
+  }
+  f(StagedConfig<kTeam, kCluster, kPacks>{});
 }
 
 // Wide rows (ops with kWideRows: layernorm_bwd): rows of `packs` packs over the fewest of 2, 4,
@@ -355,6 +363,9 @@ bool with_wide_rows(int64_t packs, F&& f) {
 // kWidePacks (staged_rows.cuh's wide_packs): rows past a 256-thread team's packs take the
 // configurations of kWidePacks packs per thread instead, kClusterPacks with them (layernorm's
 // forward: 8 up to there, 4 beyond).
+//
+// kFitClusters (staged_rows.cuh's fit_cluster_packs: the forwards): rows over a cluster at 3/4
+// of the packs where they fill those (with_cluster_packs above).
 // Rows past a 256-thread team's kPacks that a whole-block team holds at 5/8 of kPacks (layernorm's
 // forward: 16392-20480 bf16 at 5 of 8 packs) on one block at those (1, the default), not over a
 // cluster of 4 blocks at kWidePacks (0, a knob for scripts/ab-flags.sh). Same run, layernorm,
@@ -369,7 +380,7 @@ bool with_wide_rows(int64_t packs, F&& f) {
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
-          int kWidePacks = kPacks, class F>
+          int kWidePacks = kPacks, bool kFitClusters = kFit, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -390,7 +401,8 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
       if (packs <= int64_t{kBlock} * kFive) return f(StagedConfig<kBlock, 1, kFive>{}), true;
     }
     return with_staged_config<kWarpSize, kWidePacks, kClusterTeam, kFit, kWidePacks, kHalfTeams,
-                              kWide, kFullRowsKeepPacks, kSplitRows>(packs, clusters, f);
+                              kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks, kFitClusters>(
+        packs, clusters, f);
   } else {
     if constexpr (kWide) {
       // Rows that fill more than 3/4 of a whole-block team's packs (12296-16384 bf16 at 4) and
@@ -421,13 +433,13 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
       if (!keeps && fills(8 * 256 * kCP)) return f(StagedConfig<256, 8, kCP>{}), true;
       if (!keeps && fills(8 * kBlock * kCP)) return f(StagedConfig<kBlock, 8, kCP>{}), true;
     }
-    if (packs <= 2 * kTeam * kPacks) return with_cluster_packs<kTeam, 2, kPacks, kFit>(packs, f), true;
-    if (packs <= 4 * kTeam * kPacks) return with_cluster_packs<kTeam, 4, kPacks, kFit>(packs, f), true;
-    if (packs <= 8 * kTeam * kPacks) return with_cluster_packs<kTeam, 8, kPacks, kFit>(packs, f), true;
+    if (packs <= 2 * kTeam * kPacks) return with_cluster_packs<kTeam, 2, kPacks, kFitClusters>(packs, f), true;
+    if (packs <= 4 * kTeam * kPacks) return with_cluster_packs<kTeam, 4, kPacks, kFitClusters>(packs, f), true;
+    if (packs <= 8 * kTeam * kPacks) return with_cluster_packs<kTeam, 8, kPacks, kFitClusters>(packs, f), true;
     if constexpr (kTeam < 256) {
-      if (packs <= 8 * 256 * kPacks) return with_cluster_packs<256, 8, kPacks, kFit>(packs, f), true;
+      if (packs <= 8 * 256 * kPacks) return with_cluster_packs<256, 8, kPacks, kFitClusters>(packs, f), true;
     }
-    if (packs <= 8 * kBlock * kPacks) return with_cluster_packs<kBlock, 8, kPacks, kFit>(packs, f), true;
+    if (packs <= 8 * kBlock * kPacks) return with_cluster_packs<kBlock, 8, kPacks, kFitClusters>(packs, f), true;
     return false;
   }
 }

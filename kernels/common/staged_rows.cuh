@@ -350,6 +350,13 @@ constexpr bool restages = KBENCH_POLICY_CONFIG_OPTION(kRestagesIn, false);
 template <class Op>
 constexpr bool has_row_totals = requires(const typename Op::Stats& s) { Op::row_total(s); };
 
+// Does Op fit the packs of rows over several blocks (staged_config.h's with_cluster_packs)?
+// The forwards that fit their packs; the backwards measured the same or slower so.
+template <class Op>
+constexpr bool fit_cluster_packs() {
+  return fit_packs<Op>() && Op::kColGrads == 0 && !has_row_totals<Op>;
+}
+
 // Blocks per SM for a forward's rows one block holds in Config (CUDA; 1 on HIP, where
 // __launch_bounds__'s second argument means something else and nothing was measured):
 // Op::kBlocksPerSm where the op has one, KBENCH_FORWARD_BLOCKS_PER_SM where that is set (a knob
@@ -1060,7 +1067,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const bool launched =
       with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>(),
                          half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>(),
-                         split_rows<Op>(), wide_packs<Op>()>(
+                         split_rows<Op>(), wide_packs<Op>(), fit_cluster_packs<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kMostStages = C::kCluster > 1 ? kMaxStages : one_block_stages<Op>();

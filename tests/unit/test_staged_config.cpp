@@ -23,11 +23,12 @@ struct Choice {
 template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
-          int kWidePacks = kThreadPacks>
+          int kWidePacks = kThreadPacks, bool kFitClusters = kFit>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
   c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks,
-                               kHalfTeams, kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks>(
+                               kHalfTeams, kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks,
+                               kFitClusters>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
@@ -52,7 +53,11 @@ void expect_smallest_team_or_cluster() {
     constexpr int kFive = kThreadPacks * 5 / 8, kSix = kThreadPacks * 3 / 4;
     const bool half = kThreadPacks > 4 && c.packs == kThreadPacks / 2 && c.team == 32;
     if (c.packs != kThreadPacks && !half) {
-      if (!KBENCH_FIT_CLUSTER_PACKS) ASSERT_EQ(c.cluster, 1) << packs;  // else fitted clusters too
+      // Rows over a cluster only at 3/4 (with_cluster_packs), filling 7/8 or more of those slots.
+      if (c.cluster > 1) {
+        ASSERT_TRUE(KBENCH_FIT_CLUSTER_PACKS && c.packs == kSix) << packs;
+        ASSERT_GE(8 * packs, 7 * int64_t{c.cluster} * c.team * kSix) << packs;
+      }
       ASSERT_TRUE((c.packs == kFive && kFive > kThreadPacks / 2) || c.packs == kSix) << packs;
       if (c.packs == kSix && kFive > kThreadPacks / 2) ASSERT_GT(packs, int64_t{c.team} * kFive) << packs;
     }
@@ -298,7 +303,8 @@ TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
   EXPECT_EQ(choose_wide(2048).packs, 8);  // 16384 bf16: team 256 at 8
   EXPECT_EQ(choose_wide(2049).team, KBENCH_WHOLE_BLOCK_FIVE ? kBlock : KBENCH_CLUSTER_TEAM);
   EXPECT_EQ(choose_wide(2560).cluster, KBENCH_WHOLE_BLOCK_FIVE ? 1 : 4);  // 20480 bf16
-  EXPECT_EQ(choose_wide(2561).packs, KBENCH_FIT_CLUSTER_PACKS ? 3 : 4);  // past 20480: over blocks
+  EXPECT_EQ(choose_wide(2561).packs, 4);  // past 20480: over blocks (83% of 3 packs' slots)
+  EXPECT_EQ(choose_wide(3072).packs, KBENCH_FIT_CLUSTER_PACKS ? 3 : 4);  // 24576 fills 3 exactly
   EXPECT_GT(choose_wide(2561).cluster, 1);
   EXPECT_EQ(choose_wide(4096).packs, 4);  // 32768 bf16: over blocks at 4, not team 512 at 8
   EXPECT_GT(choose_wide(4096).cluster, 1);
@@ -452,22 +458,27 @@ TEST(StagedConfig, SlicesStartOnALineCoverTheRowAndFitTheirBlock) {
   }
 }
 
-// KBENCH_FIT_CLUSTER_PACKS: rows over a cluster at 5/8 or 3/4 of the op's packs where those
-// hold the row (40000 bf16 at 8 packs: 5 on 4 blocks of two 256-thread teams; 49152: 6), the
-// cluster the same as at the op's packs; without it, the op's packs.
-TEST(StagedConfig, ClusterRowsFitTheirPacksOnlyWithTheKnob) {
-  const Choice c40 = choose<32, 8>(5000, true);
-  EXPECT_EQ(c40.cluster, 4);
-  EXPECT_EQ(c40.packs, KBENCH_FIT_CLUSTER_PACKS ? 5 : 8);
-  EXPECT_EQ((choose<32, 8>(6144, true).packs), KBENCH_FIT_CLUSTER_PACKS ? 6 : 8);
+// KBENCH_FIT_CLUSTER_PACKS: rows over a cluster at 3/4 of the op's packs where they fill 7/8 or
+// more of those slots (49152 bf16 at 8 packs: 6 on 4 blocks of two 256-thread teams), the
+// cluster the same as at the op's packs; elsewhere, without the knob or where the op opts out
+// (the backwards: kFitClusters), the op's packs.
+TEST(StagedConfig, ClusterRowsFitThreeQuartersOfTheirPacksWhereTheyFillThem) {
+  constexpr bool kFit = KBENCH_FIT_PACKS;
+  const Choice c49 = choose<32, 8>(6144, true);
+  EXPECT_EQ(c49.cluster, 4);
+  EXPECT_EQ(c49.packs, KBENCH_FIT_CLUSTER_PACKS && kFit ? 6 : 8);
+  EXPECT_EQ((choose<32, 8>(5000, true).packs), 8);  // 40000 bf16: 81% of 6 packs' slots
   EXPECT_EQ((choose<32, 8>(8192, true).packs), 8);  // 65536 bf16 fills 8
-  EXPECT_EQ((choose<32, 8, KBENCH_CLUSTER_TEAM, false>(5000, true).packs), 8);  // the op opts out
+  EXPECT_EQ((choose<32, 8, KBENCH_CLUSTER_TEAM, kFit, 8, false, false, false, false, 8, false>(6144, true).packs),
+            8);  // the op opts out
   for (int64_t packs = 4097; packs <= 8 * kBlock * 8; packs += 13) {
     const Choice c = choose<32, 8>(packs, true);
-    const Choice unfitted = choose<32, 8, KBENCH_CLUSTER_TEAM, false>(packs, true);
+    const Choice unfitted = choose<32, 8, KBENCH_CLUSTER_TEAM, kFit, 8, false, false, false, false, 8, false>(packs, true);
     ASSERT_EQ(c.cluster, unfitted.cluster) << packs;
     ASSERT_EQ(c.team, unfitted.team) << packs;
+    ASSERT_EQ(unfitted.packs, 8) << packs;
     ASSERT_LE(packs, int64_t{c.cluster} * c.team * c.packs) << packs;
+    if (c.packs != 8) ASSERT_GE(8 * packs, 7 * int64_t{c.cluster} * c.team * c.packs) << packs;
   }
 }
 
