@@ -350,11 +350,15 @@ constexpr bool restages = KBENCH_POLICY_CONFIG_OPTION(kRestagesIn, false);
 template <class Op>
 constexpr bool has_row_totals = requires(const typename Op::Stats& s) { Op::row_total(s); };
 
+// Is Op a forward (no column gradients, no row totals)?
+template <class Op>
+constexpr bool is_forward = Op::kColGrads == 0 && !has_row_totals<Op>;
+
 // Does Op fit the packs of rows over several blocks (staged_config.h's with_cluster_packs)?
 // The forwards that fit their packs; the backwards measured the same or slower so.
 template <class Op>
 constexpr bool fit_cluster_packs() {
-  return fit_packs<Op>() && Op::kColGrads == 0 && !has_row_totals<Op>;
+  return fit_packs<Op>() && is_forward<Op>;
 }
 
 // Blocks per SM for a forward's rows one block holds in Config (CUDA; 1 on HIP, where
@@ -372,7 +376,7 @@ constexpr int blocks_per_sm() {
 #else
   constexpr int n = KBENCH_FORWARD_BLOCKS_PER_SM ? KBENCH_FORWARD_BLOCKS_PER_SM
                                                  : KBENCH_POLICY_OPTION(kBlocksPerSm, 1);
-  if constexpr (n > 1 && Config::kCluster == 1 && Op::kColGrads == 0 && !has_row_totals<Op>) {
+  if constexpr (n > 1 && Config::kCluster == 1 && is_forward<Op>) {
     constexpr int stages =
         stages_of(Op::kStaged, Config::kStagePacks, one_block_stages<Op>(), kSharedBudget / n);
     constexpr size_t shared = stages * stage_bytes(Op::kStaged, Config::kStagePacks);
@@ -450,7 +454,7 @@ __device__ __forceinline__ void fold_cluster(float (&acc)[kPacks][kAcc], float4*
 #endif
 template <class Op, int kCluster, bool kGridRows, int kStages>
 __host__ __device__ constexpr bool finalizes_in_kernel() {
-  if constexpr (Op::kColGrads == 0 && !has_row_totals<Op>) {
+  if constexpr (is_forward<Op>) {
     return false;  // a forward
   } else {
     constexpr bool kPipelined = pipelines_rows(kCluster, kStages);
@@ -1049,7 +1053,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const int64_t packs = p.cols / Vec16<T>::kSize;
   if (!aligned) return false;
   static_assert(Op::kColGrads == 0 || !has_row_totals<Op>, "one kind of gradient workspace");
-  if constexpr (Op::kColGrads == 0 && !has_row_totals<Op>) {  // a forward
+  if constexpr (is_forward<Op>) {
     if (!forward_rows_for_staged<Op>(packs)) return false;
   } else {
     if (reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0) return false;

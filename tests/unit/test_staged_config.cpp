@@ -458,6 +458,12 @@ TEST(StagedConfig, SlicesStartOnALineCoverTheRowAndFitTheirBlock) {
   }
 }
 
+// An op at 8 packs that does not fit its rows over several blocks (kFitClusters false).
+Choice choose_opting_out_of_cluster_fits(int64_t packs) {
+  return choose<32, 8, KBENCH_CLUSTER_TEAM, KBENCH_FIT_PACKS, 8, false, false, false, false, 8, false>(
+      packs, true);
+}
+
 // KBENCH_FIT_CLUSTER_PACKS: rows over a cluster at 3/4 of the op's packs where they fill 7/8 or
 // more of those slots (49152 bf16 at 8 packs: 6 on 4 blocks of two 256-thread teams), the
 // cluster the same as at the op's packs; elsewhere, without the knob or where the op opts out
@@ -469,11 +475,10 @@ TEST(StagedConfig, ClusterRowsFitThreeQuartersOfTheirPacksWhereTheyFillThem) {
   EXPECT_EQ(c49.packs, KBENCH_FIT_CLUSTER_PACKS && kFit ? 6 : 8);
   EXPECT_EQ((choose<32, 8>(5000, true).packs), 8);  // 40000 bf16: 81% of 6 packs' slots
   EXPECT_EQ((choose<32, 8>(8192, true).packs), 8);  // 65536 bf16 fills 8
-  EXPECT_EQ((choose<32, 8, KBENCH_CLUSTER_TEAM, kFit, 8, false, false, false, false, 8, false>(6144, true).packs),
-            8);  // the op opts out
+  EXPECT_EQ(choose_opting_out_of_cluster_fits(6144).packs, 8);  // the op opts out
   for (int64_t packs = 4097; packs <= 8 * kBlock * 8; packs += 13) {
     const Choice c = choose<32, 8>(packs, true);
-    const Choice unfitted = choose<32, 8, KBENCH_CLUSTER_TEAM, kFit, 8, false, false, false, false, 8, false>(packs, true);
+    const Choice unfitted = choose_opting_out_of_cluster_fits(packs);
     ASSERT_EQ(c.cluster, unfitted.cluster) << packs;
     ASSERT_EQ(c.team, unfitted.team) << packs;
     ASSERT_EQ(unfitted.packs, 8) << packs;
