@@ -217,7 +217,7 @@ constexpr RowGroups row_groups_of(int64_t row_groups, int64_t resident_clusters,
   return RowGroups{row_groups < most ? row_groups : most, grid_rows};
 }
 
-template <int kTeam_, int kCluster_, int kPacks_, int kSplit_ = 1>
+template <int kTeam_, int kCluster_, int kPacks_, int kSplit_ = 1, bool kWarpWholePacks_ = false>
 struct StagedConfig {
   static constexpr int kTeam = kTeam_;        // threads per row (kBlock / kTeam rows per block)
   static constexpr int kCluster = kCluster_;  // blocks per row
@@ -226,6 +226,13 @@ struct StagedConfig {
   // holds at twice the op's packs, its halves in consecutive stages.
   static constexpr int kSplit = kSplit_;
   static constexpr int kStagePacks = kPacks_ / kSplit_;  // packs per thread per tensor in a stage
+  // Whether a thread sums and stores its packs without a branch per pack only where every lane
+  // of its warp has all of them (true; staged_rows.cuh's for_valid_packs), or wherever it has
+  // them itself (false). Where a warp's lanes differ, the latter runs both paths one after the
+  // other in that warp, and the team waits for it at every row: rows over several blocks at
+  // 5/8 of the packs (with_cluster_packs) end inside a warp (40000 bf16: 1256 packs a block,
+  // lanes 232-255 of 256 one pack short).
+  static constexpr bool kWarpWholePacks = kWarpWholePacks_;
   static_assert(kPacks_ % kSplit_ == 0);
 };
 
@@ -268,26 +275,41 @@ void with_fitted_packs(int64_t packs, F&& f) {
 }
 
 // Rows over kCluster blocks of kTeam-thread teams at 3/4 of kPacks where the row fills 7/8 or
-// more of those slots (1, the default, for ops that ask: kFitClusters, the forwards), else at
-// kPacks (0, a knob for scripts/ab-flags.sh). 49152 bf16 at 8 packs fills 6 exactly on 4
-// blocks of two 256-thread teams: stages of 48 KB, 4 deep, not 64 KB 3 deep. Same run, H200,
-// bf16, % of the copy ceiling, three repetitions, at 683x49152 against 8 packs (layernorm's
-// forward 3 against 4): rmsnorm 90.3-91.1 against 86.9-87.2, polynorm 84.6-85.1 against
-// 81.2-82.1, layernorm 88.2-88.7 against 86.9-88.0, fused_add_rmsnorm and fused_mul_polynorm
-// within 0.5. Rows that fill less lost (fitted packs for every row over a cluster, the
-// twenty-ninth session's lab form): at 839x40000 (5 of 8 packs, 98% of their slots; layernorm 3
-// of 4, 81%) polynorm 70.3-70.6 against 76.3-77.5, layernorm 75.8 against 78.8-79.2,
-// fused_mul_polynorm -1.9; the backwards at 3 of 4 packs the same or slower (rmsnorm_bwd -1 to
-// -2.7 at 20480-40000): not taken (kernels/rmsnorm/NOTES.md, thirtieth session). H100: rmsnorm
-// and polynorm +3 to +3.4 at 49152 / 98304, fused_mul_polynorm -0.8 / -0.2.
+// more of those slots (1, the default, for ops that ask: kFitClusters, the forwards), also at
+// 5/8 where it fills 7/8 of those (2), else at kPacks (0; knobs for scripts/ab-flags.sh).
+// 49152 bf16 at 8 packs fills 6 exactly on 4 blocks of two 256-thread teams: stages of 48 KB,
+// 4 deep, not 64 KB 3 deep. Same run, H200, bf16, % of the copy ceiling, three repetitions, at
+// 683x49152 against 8 packs (layernorm's forward 3 against 4): rmsnorm 90.3-91.1 against
+// 86.9-87.2, polynorm 84.6-85.1 against 81.2-82.1, layernorm 88.2-88.7 against 86.9-88.0,
+// fused_add_rmsnorm and fused_mul_polynorm within 0.5; H100: rmsnorm and polynorm +3 to +3.4 at
+// 49152 / 98304, fused_mul_polynorm -0.8 / -0.2 (thirtieth session). At 5/8 (40000 bf16: 5000
+// packs on 4 blocks, 98% of 5120 slots; 80000 on 8) the rows end inside a warp, which then ran
+// both of for_valid_packs' paths: polynorm 70.3-71.3 against 74.7-77.5 at 839x40000 (H200,
+// twenty-ninth and thirty-first sessions). With that warp on the branchy path alone
+// (StagedConfig's kWarpWholePacks, only in these configurations: in every kernel it made
+// rmsnorm's 8-pack cluster kernels spill 32-52 bytes, 75.4 against 87.3-88.0 at 40000), same
+// run, H200, two repetitions, 839x40000 / 419x80000: polynorm 81.4-81.6 / 78.2-78.4 against
+// 74.7-76.2 / 74.2-74.3, rmsnorm 89.3-89.6 / 90.0-90.6 against 87.3-88.0 / 87.9-88.3; the other
+// ops take no 5-pack rows. Not measured on the H100, so 2 is a lab value for now
+// (kernels/rmsnorm/NOTES.md, thirty-first session). Rows that fill less keep kPacks: layernorm
+// at 3 of 4 (81% of the slots) measured 75.8 against 78.8-79.2 at 839x40000 (H200), the
+// backwards at 3 of 4 the same or slower (rmsnorm_bwd -1 to -2.7 at 20480-40000).
 #ifndef KBENCH_FIT_CLUSTER_PACKS
 #define KBENCH_FIT_CLUSTER_PACKS 1
 #endif
-template <int kTeam, int kCluster, int kPacks, bool kFitClusters, class F>
+template <int kTeam, int kCluster, int kPacks, bool kFitClusters, int kLevel = KBENCH_FIT_CLUSTER_PACKS,
+          class F>
 void with_cluster_packs(int64_t packs, F&& f) {
+  constexpr int kFive = kPacks * 5 / 8;
   constexpr int kSix = kPacks * 3 / 4;
+  constexpr int64_t kFiveSlots = int64_t{kCluster} * kTeam * kFive;
   constexpr int64_t kSixSlots = int64_t{kCluster} * kTeam * kSix;
-  if constexpr (KBENCH_FIT_CLUSTER_PACKS && kFitClusters && kSix > kPacks / 2) {
+  if constexpr (kLevel >= 2 && kFitClusters && kFive > kPacks / 2) {
+    if (packs <= kFiveSlots && 8 * packs >= 7 * kFiveSlots) {
+      return f(StagedConfig<kTeam, kCluster, kFive, 1, true>{});
+    }
+  }
+  if constexpr (kLevel >= 1 && kFitClusters && kSix > kPacks / 2) {
     if (packs <= kSixSlots && 8 * packs >= 7 * kSixSlots) return f(StagedConfig<kTeam, kCluster, kSix>{});
   }
   f(StagedConfig<kTeam, kCluster, kPacks>{});
@@ -365,7 +387,8 @@ bool with_wide_rows(int64_t packs, F&& f) {
 // forward: 8 up to there, 4 beyond).
 //
 // kFitClusters (staged_rows.cuh's fit_cluster_packs: the forwards): rows over a cluster at 3/4
-// of the packs where they fill those (with_cluster_packs above).
+// of the packs where they fill those (at 5/8 too with the lab value KBENCH_FIT_CLUSTER_PACKS=2;
+// with_cluster_packs above).
 // Rows past a 256-thread team's kPacks that a whole-block team holds at 5/8 of kPacks (layernorm's
 // forward: 16392-20480 bf16 at 5 of 8 packs) on one block at those (1, the default), not over a
 // cluster of 4 blocks at kWidePacks (0, a knob for scripts/ab-flags.sh). Same run, layernorm,

@@ -539,16 +539,20 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   bool valid[kPacks];
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) valid[k] = pack_of(k) < slice_end;
+  // Does every lane of this thread's warp have its pack k (its last lane does)?
+  const int warp_last = lane | (kWarpSize - 1);
+  const auto warp_has = [&](int k) { return rank * slice + k * kTeam + warp_last < slice_end; };
   // f(k) for each of this thread's packs that the row has. Where it has them all (the last is
   // valid: pack_of grows with k), without a branch per pack (KBENCH_WHOLE_PACKS): with one, the
   // compiler redid each pack's output address and the op's per-row products in its branch.
+  // Config::kWarpWholePacks: only where every lane of the warp has them all.
   // Of split rows, only part `part`'s packs (a std::integral_constant; kSplit: all).
   constexpr std::integral_constant<int, kSplit> kAllParts{};
   const auto for_valid_packs = [&](auto&& f, auto part) {
     constexpr int kPart = decltype(part)::value;
     constexpr int kFirst = kPart == kSplit ? 0 : kPart * kStagePacks;
     constexpr int kEnd = kPart == kSplit ? kPacks : kFirst + kStagePacks;
-    if (KBENCH_WHOLE_PACKS && valid[kEnd - 1]) {
+    if (KBENCH_WHOLE_PACKS && (Config::kWarpWholePacks ? warp_has(kEnd - 1) : valid[kEnd - 1])) {
 #pragma unroll
       for (int k = kFirst; k < kEnd; ++k) f(k);
     } else {

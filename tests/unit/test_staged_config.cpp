@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -53,10 +54,12 @@ void expect_smallest_team_or_cluster() {
     constexpr int kFive = kThreadPacks * 5 / 8, kSix = kThreadPacks * 3 / 4;
     const bool half = kThreadPacks > 4 && c.packs == kThreadPacks / 2 && c.team == 32;
     if (c.packs != kThreadPacks && !half) {
-      // Rows over a cluster only at 3/4 (with_cluster_packs), filling 7/8 or more of those slots.
+      // Rows over a cluster only at 3/4 (with_cluster_packs; 5/8 too with the lab value 2),
+      // filling 7/8 or more of those slots.
       if (c.cluster > 1) {
-        ASSERT_TRUE(KBENCH_FIT_CLUSTER_PACKS && c.packs == kSix) << packs;
-        ASSERT_GE(8 * packs, 7 * int64_t{c.cluster} * c.team * kSix) << packs;
+        ASSERT_TRUE(KBENCH_FIT_CLUSTER_PACKS && (c.packs == kSix || KBENCH_FIT_CLUSTER_PACKS >= 2))
+            << packs;
+        ASSERT_GE(8 * packs, 7 * int64_t{c.cluster} * c.team * c.packs) << packs;
       }
       ASSERT_TRUE((c.packs == kFive && kFive > kThreadPacks / 2) || c.packs == kSix) << packs;
       if (c.packs == kSix && kFive > kThreadPacks / 2) ASSERT_GT(packs, int64_t{c.team} * kFive) << packs;
@@ -473,7 +476,8 @@ TEST(StagedConfig, ClusterRowsFitThreeQuartersOfTheirPacksWhereTheyFillThem) {
   const Choice c49 = choose<32, 8>(6144, true);
   EXPECT_EQ(c49.cluster, 4);
   EXPECT_EQ(c49.packs, KBENCH_FIT_CLUSTER_PACKS && kFit ? 6 : 8);
-  EXPECT_EQ((choose<32, 8>(5000, true).packs), 8);  // 40000 bf16: 81% of 6 packs' slots
+  // 40000 bf16: 81% of 6 packs' slots, 98% of 5 packs' (those only with the lab value 2)
+  EXPECT_EQ((choose<32, 8>(5000, true).packs), KBENCH_FIT_CLUSTER_PACKS >= 2 && kFit ? 5 : 8);
   EXPECT_EQ((choose<32, 8>(8192, true).packs), 8);  // 65536 bf16 fills 8
   EXPECT_EQ(choose_opting_out_of_cluster_fits(6144).packs, 8);  // the op opts out
   for (int64_t packs = 4097; packs <= 8 * kBlock * 8; packs += 13) {
@@ -484,6 +488,39 @@ TEST(StagedConfig, ClusterRowsFitThreeQuartersOfTheirPacksWhereTheyFillThem) {
     ASSERT_EQ(unfitted.packs, 8) << packs;
     ASSERT_LE(packs, int64_t{c.cluster} * c.team * c.packs) << packs;
     if (c.packs != 8) ASSERT_GE(8 * packs, 7 * int64_t{c.cluster} * c.team * c.packs) << packs;
+  }
+}
+
+// KBENCH_FIT_CLUSTER_PACKS=2 (a lab value): rows over a cluster also at 5/8 of the packs where
+// they fill 7/8 or more of those slots; such rows end inside a warp, so only those
+// configurations decide per warp whether a thread's packs need a branch each
+// (kWarpWholePacks).
+TEST(StagedConfig, ClusterRowsAtFiveEighthsOfTheirPacksDecideTheirPathPerWarp) {
+  struct Pick {
+    int packs = 0;
+    bool per_warp = false;
+  };
+  const auto pick = [](int64_t packs, auto level) {
+    Pick p;
+    with_cluster_packs<256, 4, 8, true, decltype(level)::value>(packs, [&](auto config) {
+      p.packs = decltype(config)::kPacks;
+      p.per_warp = decltype(config)::kWarpWholePacks;
+    });
+    return p;
+  };
+  constexpr std::integral_constant<int, 1> kSixOnly{};
+  constexpr std::integral_constant<int, 2> kFiveToo{};
+  EXPECT_EQ(pick(5000, kFiveToo).packs, 5);  // 40000 bf16 on 4 blocks: 98% of 5120 slots
+  EXPECT_TRUE(pick(5000, kFiveToo).per_warp);
+  EXPECT_EQ(pick(5000, kSixOnly).packs, 8);
+  EXPECT_FALSE(pick(5000, kSixOnly).per_warp);
+  EXPECT_EQ(pick(6144, kFiveToo).packs, 6);  // 49152 bf16 fills 6 exactly
+  EXPECT_EQ(pick(4400, kFiveToo).packs, 8);  // 86% of 5 packs' slots: too few bytes a stage
+  for (int64_t packs = 1; packs <= 4 * 256 * 8; ++packs) {
+    const Pick p = pick(packs, kFiveToo);
+    ASSERT_EQ(p.per_warp, p.packs == 5) << packs;
+    ASSERT_LE(packs, 4 * 256 * int64_t{p.packs}) << packs;
+    if (p.packs != 8) ASSERT_GE(8 * packs, 7 * 4 * 256 * int64_t{p.packs}) << packs;
   }
 }
 
