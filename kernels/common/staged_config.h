@@ -297,8 +297,8 @@ void with_fitted_packs(int64_t packs, F&& f) {
 #ifndef KBENCH_FIT_CLUSTER_PACKS
 #define KBENCH_FIT_CLUSTER_PACKS 1
 #endif
-template <int kTeam, int kCluster, int kPacks, bool kFitClusters, int kLevel = KBENCH_FIT_CLUSTER_PACKS,
-          class F>
+template <int kTeam, int kCluster, int kPacks, bool kFitClusters,
+          int kLevel = KBENCH_FIT_CLUSTER_PACKS, class F>
 void with_cluster_packs(int64_t packs, F&& f) {
   constexpr int kFive = kPacks * 5 / 8;
   constexpr int kSix = kPacks * 3 / 4;
@@ -389,6 +389,7 @@ bool with_wide_rows(int64_t packs, F&& f) {
 // kFitClusters (staged_rows.cuh's fit_cluster_packs: the forwards): rows over a cluster at 3/4
 // of the packs where they fill those (at 5/8 too with the lab value KBENCH_FIT_CLUSTER_PACKS=2;
 // with_cluster_packs above).
+//
 // Rows past a 256-thread team's kPacks that a whole-block team holds at 5/8 of kPacks (layernorm's
 // forward: 16392-20480 bf16 at 5 of 8 packs) on one block at those (1, the default), not over a
 // cluster of 4 blocks at kWidePacks (0, a knob for scripts/ab-flags.sh). Same run, layernorm,
