@@ -231,7 +231,8 @@ struct StagedConfig {
   // them itself (false). Where a warp's lanes differ, the latter runs both paths one after the
   // other in that warp, and the team waits for it at every row: rows over several blocks at
   // 5/8 of the packs (with_cluster_packs) end inside a warp (40000 bf16: 1256 packs a block,
-  // lanes 232-255 of 256 one pack short).
+  // lanes 232-255 of 256 one pack short), as do wide rows over more than 8 blocks
+  // (with_wide_rows). Only those configurations set it: in every kernel it cost elsewhere.
   static constexpr bool kWarpWholePacks = kWarpWholePacks_;
   static_assert(kPacks_ % kSplit_ == 0);
 };
@@ -275,8 +276,9 @@ void with_fitted_packs(int64_t packs, F&& f) {
 }
 
 // Rows over kCluster blocks of kTeam-thread teams at 3/4 of kPacks where the row fills 7/8 or
-// more of those slots (1, the default, for ops that ask: kFitClusters, the forwards), also at
-// 5/8 where it fills 7/8 of those (2), else at kPacks (0; knobs for scripts/ab-flags.sh).
+// more of those slots, also at 5/8 where it fills 7/8 of those (2, the default, for ops that
+// ask: kFitClusters, the forwards), 3/4 only (1), or at kPacks (0; knobs for
+// scripts/ab-flags.sh).
 // 49152 bf16 at 8 packs fills 6 exactly on 4 blocks of two 256-thread teams: stages of 48 KB,
 // 4 deep, not 64 KB 3 deep. Same run, H200, bf16, % of the copy ceiling, three repetitions, at
 // 683x49152 against 8 packs (layernorm's forward 3 against 4): rmsnorm 90.3-91.1 against
@@ -290,12 +292,13 @@ void with_fitted_packs(int64_t packs, F&& f) {
 // rmsnorm's 8-pack cluster kernels spill 32-52 bytes, 75.4 against 87.3-88.0 at 40000), same
 // run, H200, two repetitions, 839x40000 / 419x80000: polynorm 81.4-81.6 / 78.2-78.4 against
 // 74.7-76.2 / 74.2-74.3, rmsnorm 89.3-89.6 / 90.0-90.6 against 87.3-88.0 / 87.9-88.3; the other
-// ops take no 5-pack rows. Not measured on the H100, so 2 is a lab value for now
-// (kernels/rmsnorm/NOTES.md, thirty-first session). Rows that fill less keep kPacks: layernorm
-// at 3 of 4 (81% of the slots) measured 75.8 against 78.8-79.2 at 839x40000 (H200), the
-// backwards at 3 of 4 the same or slower (rmsnorm_bwd -1 to -2.7 at 20480-40000).
+// ops take no 5-pack rows (kernels/rmsnorm/NOTES.md, thirty-first session). H100, same run, two
+// repetitions: polynorm 92.4-92.5 / 90.6-91.3 against 88.8-89.6 / 85.8-87.3, rmsnorm 94.7-95.3 /
+// 94.9-95.6 against 92.7-93.0 / 93.7-93.9 (thirty-second session). Rows that fill less keep
+// kPacks: layernorm at 3 of 4 (81% of the slots) measured 75.8 against 78.8-79.2 at 839x40000
+// (H200), the backwards at 3 of 4 the same or slower (rmsnorm_bwd -1 to -2.7 at 20480-40000).
 #ifndef KBENCH_FIT_CLUSTER_PACKS
-#define KBENCH_FIT_CLUSTER_PACKS 1
+#define KBENCH_FIT_CLUSTER_PACKS 2
 #endif
 template <int kTeam, int kCluster, int kPacks, bool kFitClusters,
           int kLevel = KBENCH_FIT_CLUSTER_PACKS, class F>
@@ -349,12 +352,25 @@ constexpr int next_wide_blocks(int blocks) {
   if (!KBENCH_WIDE_MIDDLE_GROUPS || blocks < 8) return blocks * 2;
   return blocks < 12 ? blocks + 2 : blocks + 4;
 }
+// Wide rows' whole-pack path decided per warp (StagedConfig's kWarpWholePacks): in groups of
+// more than 8 blocks (1, the default), never (0), in every group (2; knobs for
+// scripts/ab-flags.sh). 40000 bf16 on 10 blocks is 504 packs a block, so warp 3 of each team has
+// lanes with 4 packs and lanes with 3; per thread, that warp ran both paths in turn. Same run,
+// H100, bf16, % of the copy ceiling, two repetitions, 1 against 0: 79.3-79.4 against 77.2-77.4
+// at 839x40000, 80.9-81.0 against 77.2-77.3 at 763x44000 (12 blocks), within 0.5 at 49152,
+// 16384, 18432 and 1 at 65536, where every lane has all its packs. 2 made the groups of 4 and 8
+// blocks spill 4 bytes (kernels/rmsnorm/NOTES.md, thirty-second session).
+#ifndef KBENCH_WIDE_WARP_PACKS
+#define KBENCH_WIDE_WARP_PACKS 1
+#endif
 template <int kPacks, int kBlocks = 2, class F>
 bool with_wide_rows(int64_t packs, F&& f) {
   constexpr int64_t kSlots = int64_t{kBlocks} * kWideTeam * kPacks;
+  constexpr bool kWarpPacks = KBENCH_WIDE_WARP_PACKS >= 2 ||
+                              (KBENCH_WIDE_WARP_PACKS == 1 && kBlocks > kMaxClusterBlocks);
   if (packs <= kSlots) {
     if (kBlocks > kMaxClusterBlocks && 4 * packs <= 3 * kSlots) return false;
-    return f(StagedConfig<kWideTeam, kBlocks, kPacks>{}), true;
+    return f(StagedConfig<kWideTeam, kBlocks, kPacks, 1, kWarpPacks>{}), true;
   }
   if constexpr (next_wide_blocks(kBlocks) <= kWideMaxBlocks) {
     return with_wide_rows<kPacks, next_wide_blocks(kBlocks)>(packs, f);
@@ -387,8 +403,7 @@ bool with_wide_rows(int64_t packs, F&& f) {
 // forward: 8 up to there, 4 beyond).
 //
 // kFitClusters (staged_rows.cuh's fit_cluster_packs: the forwards): rows over a cluster at 3/4
-// of the packs where they fill those (at 5/8 too with the lab value KBENCH_FIT_CLUSTER_PACKS=2;
-// with_cluster_packs above).
+// or 5/8 of the packs where they fill those (with_cluster_packs above).
 //
 // Rows past a 256-thread team's kPacks that a whole-block team holds at 5/8 of kPacks (layernorm's
 // forward: 16392-20480 bf16 at 5 of 8 packs) on one block at those (1, the default), not over a

@@ -35,8 +35,8 @@ struct Collect : Reporter {
 // 512-thread block with 1, 2 or 4 packs per thread, clusters of 2, 4, 8 blocks) with several
 // rows per block or cluster: 2000 x 1032, 64 x 5128, 7 x 8200, 300 x 16392, 70 x 65536; and
 // rows between (layernorm's forward on one block at 5 packs, layernorm_bwd over groups of 8
-// and 10 blocks, and with KBENCH_FIT_CLUSTER_PACKS=2 rmsnorm's and polynorm's forwards over 4
-// blocks at 5/8 of their packs: staged_config.h): 9 x 18440, 40 x 40000; a forward's rows over
+// and 10 blocks, and rmsnorm's and polynorm's forwards over 4 blocks at 5/8 of their packs,
+// the last two ending inside a warp: staged_config.h): 9 x 18440, 40 x 40000; a forward's rows over
 // a cluster at 3/4 of its packs (with_cluster_packs): 11 x 49152.
 // Rows a warp holds whole (layernorm v5: N <= 1024, a multiple of the pack), full and not:
 // 7 x 1024, 33 x 1000, 65537 x 8.

@@ -19,6 +19,7 @@ struct Choice {
   int cluster = 0;
   int packs = 0;  // per thread
   int split = 0;  // stages per row
+  bool per_warp = false;  // whole packs decided per warp (kWarpWholePacks)
 };
 
 template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
@@ -35,6 +36,7 @@ Choice choose(int64_t packs, bool clusters) {
     c.cluster = decltype(config)::kCluster;
     c.packs = decltype(config)::kPacks;
     c.split = decltype(config)::kSplit;
+    c.per_warp = decltype(config)::kWarpWholePacks;
   });
   return c;
 }
@@ -54,8 +56,8 @@ void expect_smallest_team_or_cluster() {
     constexpr int kFive = kThreadPacks * 5 / 8, kSix = kThreadPacks * 3 / 4;
     const bool half = kThreadPacks > 4 && c.packs == kThreadPacks / 2 && c.team == 32;
     if (c.packs != kThreadPacks && !half) {
-      // Rows over a cluster only at 3/4 (with_cluster_packs; 5/8 too with the lab value 2),
-      // filling 7/8 or more of those slots.
+      // Rows over a cluster only at 3/4 or 5/8 (with_cluster_packs; 3/4 alone with 1), filling
+      // 7/8 or more of those slots.
       if (c.cluster > 1) {
         ASSERT_TRUE(KBENCH_FIT_CLUSTER_PACKS && (c.packs == kSix || KBENCH_FIT_CLUSTER_PACKS >= 2))
             << packs;
@@ -153,7 +155,8 @@ TEST(StagedConfig, SmallerClusterTeamsStepUpToLargerOnesInClustersOfEight) {
 // over the fewest of 2-16 blocks of four 128-thread teams that hold them, at 4 packs: 16384
 // bf16 over 4, 32768 over 8, 65536 over 16, but 16 only for rows past 3/4 of their slots;
 // wider rows and those as without kWide; none without rows over several blocks. Every slice
-// fits its team's packs.
+// fits its team's packs. Groups of more than 8 blocks decide their whole-pack path per warp
+// (KBENCH_WIDE_WARP_PACKS 1; every group with 2, none with 0).
 TEST(StagedConfig, WideRowsOverTheFewestBlocksOfFourTeams) {
   const auto wide = [](int64_t packs, bool clusters = true) {
     return choose<32, kPacks, KBENCH_CLUSTER_TEAM, true, kPacks, false, true>(packs, clusters);
@@ -173,7 +176,11 @@ TEST(StagedConfig, WideRowsOverTheFewestBlocksOfFourTeams) {
       const int* group = std::find(std::begin(groups), std::end(groups), c.cluster);
       ASSERT_NE(group, std::end(groups)) << packs;
       if (group != std::begin(groups)) ASSERT_GT(packs, group[-1] * kGroupSlots) << packs;
+      const bool per_warp = KBENCH_WIDE_WARP_PACKS >= 2 ||
+                            (KBENCH_WIDE_WARP_PACKS == 1 && c.cluster > kMaxClusterBlocks);
+      ASSERT_EQ(c.per_warp, per_warp) << packs;
     }
+    EXPECT_EQ(wide(5000).per_warp, KBENCH_WIDE_WARP_PACKS >= 1);  // 40000 bf16 on 10 blocks
     for (const auto& [packs, blocks] : {std::pair<int64_t, int>{2304, 8}, {4096, 8}, {4097, 10},
                                         {5000, 10}, {5121, 12}, {6144, 12}, {6145, 16}, {8192, 16}}) {
       EXPECT_EQ(wide(packs).cluster, blocks) << packs;  // 18432, 32768 .. 65536 bf16
@@ -476,7 +483,7 @@ TEST(StagedConfig, ClusterRowsFitThreeQuartersOfTheirPacksWhereTheyFillThem) {
   const Choice c49 = choose<32, 8>(6144, true);
   EXPECT_EQ(c49.cluster, 4);
   EXPECT_EQ(c49.packs, KBENCH_FIT_CLUSTER_PACKS && kFit ? 6 : 8);
-  // 40000 bf16: 81% of 6 packs' slots, 98% of 5 packs' (those only with the lab value 2)
+  // 40000 bf16: 81% of 6 packs' slots, 98% of 5 packs' (those only with 2, the default)
   EXPECT_EQ((choose<32, 8>(5000, true).packs), KBENCH_FIT_CLUSTER_PACKS >= 2 && kFit ? 5 : 8);
   EXPECT_EQ((choose<32, 8>(8192, true).packs), 8);  // 65536 bf16 fills 8
   EXPECT_EQ(choose_opting_out_of_cluster_fits(6144).packs, 8);  // the op opts out
@@ -491,7 +498,7 @@ TEST(StagedConfig, ClusterRowsFitThreeQuartersOfTheirPacksWhereTheyFillThem) {
   }
 }
 
-// KBENCH_FIT_CLUSTER_PACKS=2 (a lab value): rows over a cluster also at 5/8 of the packs where
+// KBENCH_FIT_CLUSTER_PACKS=2 (the default): rows over a cluster also at 5/8 of the packs where
 // they fill 7/8 or more of those slots; such rows end inside a warp, so only those
 // configurations decide per warp whether a thread's packs need a branch each
 // (kWarpWholePacks).
