@@ -231,8 +231,9 @@ struct StagedConfig {
   // them itself (false). Where a warp's lanes differ, the latter runs both paths one after the
   // other in that warp, and the team waits for it at every row: rows over several blocks at
   // 5/8 of the packs (with_cluster_packs) end inside a warp (40000 bf16: 1256 packs a block,
-  // lanes 232-255 of 256 one pack short), as do wide rows over more than 8 blocks
-  // (with_wide_rows). Only those configurations set it: in every kernel it cost elsewhere.
+  // lanes 232-255 of 256 one pack short), as do wide rows over 5 or more than 8 blocks
+  // (with_wide_rows). Only those configurations set it (and layernorm's 5/8 rows over 4 or 8
+  // blocks, with_staged_config): in every kernel it cost elsewhere.
   static constexpr bool kWarpWholePacks = kWarpWholePacks_;
   static_assert(kPacks_ % kSplit_ == 0);
 };
@@ -319,8 +320,8 @@ void with_cluster_packs(int64_t packs, F&& f) {
 }
 
 // Wide rows (ops with kWideRows: layernorm_bwd): rows of `packs` packs over the fewest of 2, 4,
-// 8, 10, 12 and 16 blocks (kWideMaxBlocks) of four kWideTeam-thread teams at kPacks packs each,
-// as grid rows (staged_rows.cuh; groups of more than 8 blocks can only be grid rows). Calls
+// 5, 8, 10, 12 and 16 blocks (kWideMaxBlocks) of four kWideTeam-thread teams at kPacks packs
+// each, as grid rows (staged_rows.cuh; groups of more than 8 blocks can only be grid rows). Calls
 // f(StagedConfig<...>{}) and returns true, or returns false where the row needs more blocks
 // or would fill 3/4 or less of more than 8 blocks' slots (H100, layernorm_bwd at 768x40000,
 // 61% of 16 blocks' slots: 70.5% of the copy ceiling against 74.0 in clusters of 8 blocks of
@@ -333,27 +334,32 @@ constexpr int kWideTeam = 128;
 #ifndef KBENCH_WIDE_MAX_BLOCKS
 #define KBENCH_WIDE_MAX_BLOCKS 16
 #endif
-// Groups of 10 and 12 blocks between 8 and 16 (1, the default), or 2, 4, 8, 16 only (0, a knob
-// for scripts/ab-flags.sh), so rows of 4097-6144 packs (32776-49152 bf16) fill more than 4/5 of
-// their group, not 3/4 or less of 16 blocks (which sent them to clusters of 8 blocks of two
-// 256-thread teams). Same run, bf16, % of the copy ceiling, three repetitions, layernorm_bwd,
-// with aligned slices (slice_packs above), against 0 with unaligned ones:
-// H200 66.2 / 78.4 against 59.2 / 71.4 at 839x40000 / 683x49152 (10 / 12 blocks), H100 77.3 /
-// 83.7 against 75.9 / 82.0. Groups of 3 to 7 blocks measured slower where they took rows below
-// 32768 (18432 on 5 blocks: H200 63.3 against 65.6, H100 76.4 against 79.1; 24576 on 6: H100
-// -1.5; 28672 on 7: H200 -2.7), faster only at 20480 on the H200 (+4): not taken
-// (kernels/rmsnorm/NOTES.md, twenty-ninth session).
+// Groups of 5 blocks between 4 and 8, and of 10 and 12 between 8 and 16 (2, the default); 10
+// and 12 only (1); 2, 4, 8, 16 only (0; knobs for scripts/ab-flags.sh). Rows of 4097-6144
+// packs (32776-49152 bf16) so fill more than 4/5 of their group, not 3/4 or less of 16 blocks
+// (which sent them to clusters of 8 blocks of two 256-thread teams). Same run, bf16, % of the
+// copy ceiling, three repetitions, layernorm_bwd, with aligned slices (slice_packs above),
+// against 0 with unaligned ones: H200 66.2 / 78.4 against 59.2 / 71.4 at 839x40000 / 683x49152
+// (10 / 12 blocks), H100 77.3 / 83.7 against 75.9 / 82.0 (twenty-ninth session). Rows of
+// 2049-2560 packs (16392-20480 bf16) fill 80-100% of 5 blocks, 50-63% of 8: with the whole-pack
+// path decided per warp (KBENCH_WIDE_WARP_PACKS below; 18432 on 5 blocks ends inside warp 2),
+// same run, H200, two repetitions, 2 against 1: 72.0-72.1 / 74.4-74.6 against 65.4-65.5 /
+// 70.6-70.7 at 1820x18432 / 1638x20480, within 0.5 at 16384 and 32768. Groups of 6 and 7 blocks
+// too measured +1.2 at 23040 and +0.5 at 24576 (6), but -3 at 28672 (7): not taken (H200,
+// thirty-second session; the twenty-ninth's, without the warp path: 24576 on 6 H100 -1.5).
 #ifndef KBENCH_WIDE_MIDDLE_GROUPS
-#define KBENCH_WIDE_MIDDLE_GROUPS 1
+#define KBENCH_WIDE_MIDDLE_GROUPS 2
 #endif
 constexpr int kWideMaxBlocks = KBENCH_WIDE_MAX_BLOCKS;
-// The next group after one of `blocks` blocks: 2, 4, 8, 10, 12, 16 (then past any maximum).
+// The next group after one of `blocks` blocks: 2, 4, 5, 8, 10, 12, 16 (then past any maximum).
 constexpr int next_wide_blocks(int blocks) {
-  if (!KBENCH_WIDE_MIDDLE_GROUPS || blocks < 8) return blocks * 2;
+  if (blocks == 4 && KBENCH_WIDE_MIDDLE_GROUPS >= 2) return 5;
+  if (blocks == 5) return 8;
+  if (blocks < 8 || !KBENCH_WIDE_MIDDLE_GROUPS) return blocks * 2;
   return blocks < 12 ? blocks + 2 : blocks + 4;
 }
-// Wide rows' whole-pack path decided per warp (StagedConfig's kWarpWholePacks): in groups of
-// more than 8 blocks (1, the default), never (0), in every group (2; knobs for
+// Wide rows' whole-pack path decided per warp (StagedConfig's kWarpWholePacks): in groups of 5
+// and of more than 8 blocks (1, the default), never (0), in every group (2; knobs for
 // scripts/ab-flags.sh). 40000 bf16 on 10 blocks is 504 packs a block, so warp 3 of each team has
 // lanes with 4 packs and lanes with 3; per thread, that warp ran both paths in turn. Same run,
 // H100, bf16, % of the copy ceiling, two repetitions, 1 against 0: 79.3-79.4 against 77.2-77.4
@@ -363,22 +369,36 @@ constexpr int next_wide_blocks(int blocks) {
 #ifndef KBENCH_WIDE_WARP_PACKS
 #define KBENCH_WIDE_WARP_PACKS 1
 #endif
-template <int kPacks, int kBlocks = 2, class F>
+template <int kPacks, int kBlocks = 2, int kMost = kWideMaxBlocks, class F>
 bool with_wide_rows(int64_t packs, F&& f) {
   constexpr int64_t kSlots = int64_t{kBlocks} * kWideTeam * kPacks;
-  constexpr bool kWarpPacks = KBENCH_WIDE_WARP_PACKS >= 2 ||
-                              (KBENCH_WIDE_WARP_PACKS == 1 && kBlocks > kMaxClusterBlocks);
+  constexpr bool kWarpPacks =
+      KBENCH_WIDE_WARP_PACKS >= 2 ||
+      (KBENCH_WIDE_WARP_PACKS == 1 && (kBlocks > kMaxClusterBlocks || (kBlocks & (kBlocks - 1))));
   if (packs <= kSlots) {
     if (kBlocks > kMaxClusterBlocks && 4 * packs <= 3 * kSlots) return false;
     return f(StagedConfig<kWideTeam, kBlocks, kPacks, 1, kWarpPacks>{}), true;
   }
-  if constexpr (next_wide_blocks(kBlocks) <= kWideMaxBlocks) {
-    return with_wide_rows<kPacks, next_wide_blocks(kBlocks)>(packs, f);
+  if constexpr (next_wide_blocks(kBlocks) <= kMost) {
+    return with_wide_rows<kPacks, next_wide_blocks(kBlocks), kMost>(packs, f);
   } else {
     return false;
   }
 }
 
+// kWidePastEight (staged_rows.cuh's wide_past_eight: polynorm_bwd, whose cluster team is 128):
+// rows past 8 blocks of 128-thread teams (4097-6144 packs: 32776-49152 bf16) over groups of 10
+// or 12 blocks of them, grid rows as with_wide_rows takes, not 8 blocks of two 256-thread
+// teams (61-75% of their slots). Same run, bf16, % of the copy ceiling, two repetitions: H200
+// 74.0-74.4 / 73.7-73.9 / 76.7 against 63.6-63.7 / 65.6-65.8 / 69.7-70.0 at 839x40000 /
+// 763x44000 / 683x49152; H100 81.3-81.4 / 81.8-82.0 against 78.5 / 80.3-80.5, but 82.6-82.9
+// against 83.3-83.5 at 49152. Groups of 16 too (KBENCH_WIDE_PAST_EIGHT_MOST=16, a knob for
+// scripts/ab-flags.sh): 69.4-69.5 against 63.6-64.4 at 599x56000, but 74.6 against 77.1-77.5
+// at 512x65536 (H200; kernels/rmsnorm/NOTES.md, thirty-second session).
+#ifndef KBENCH_WIDE_PAST_EIGHT_MOST
+#define KBENCH_WIDE_PAST_EIGHT_MOST 12
+#endif
+//
 // kFullRowsKeepPacks (fused_mul_polynorm_bwd): rows that fill 7/8 or more of 8 blocks of
 // kClusterTeam threads at kPacks keep kPacks (2 stages, so hardware clusters, not pipelined)
 // rather than take kClusterPacks. Same run, bf16, % of the copy ceiling, 4 packs against 2:
@@ -416,10 +436,23 @@ bool with_wide_rows(int64_t packs, F&& f) {
 #ifndef KBENCH_WHOLE_BLOCK_FIVE
 #define KBENCH_WHOLE_BLOCK_FIVE 1
 #endif
+// Past a whole block, rows that fill 7/8 or more of 4 or 8 blocks of kClusterTeam threads at 5/8 of
+// kPacks (layernorm's forward: 35840-40960 and 71680-81920 bf16 at 5 of 8 packs) take those, the
+// whole-pack path decided per warp (StagedConfig's kWarpWholePacks: 40000 ends inside warp 7) (1,
+// the default), rather than kWidePacks over 8 blocks, 61-63% of their slots (0, a knob for
+// scripts/ab-flags.sh). Same run, H100, bf16, % of the copy ceiling, four calls of two repetitions:
+// 92.6-94.1 against 90.7-91.6 at 839x40000, 91.3-93.1 against 88.6-89.5 at 917x36608, 92.6-93.9
+// against 91.0-91.6 at 819x40960, 92.2-93.9 against 86.4-87.1 at 419x80000. Per thread (these
+// kernels then need no spills; with the warp path bf16's spill 16-32 bytes) it read 91.7-92.7 at
+// 40000, 92.9-95.1 at 40960 (full slices). Not measured on the H200 (kernels/rmsnorm/NOTES.md,
+// thirty-second session).
+#ifndef KBENCH_WIDE_CLUSTER_FIVE
+#define KBENCH_WIDE_CLUSTER_FIVE 1
+#endif
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
-          int kWidePacks = kPacks, bool kFitClusters = kFit, class F>
+          int kWidePacks = kPacks, bool kFitClusters = kFit, bool kWidePastEight = false, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -439,9 +472,20 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
     if constexpr (kFit && KBENCH_WHOLE_BLOCK_FIVE && kFive > kWidePacks) {
       if (packs <= int64_t{kBlock} * kFive) return f(StagedConfig<kBlock, 1, kFive>{}), true;
     }
+    if constexpr (kFit && kFitClusters && KBENCH_WIDE_CLUSTER_FIVE && kFive > kWidePacks) {
+      // Rows that fill 7/8 of 4 or 8 blocks of kClusterTeam threads at 5/8 of kPacks keep those
+      // (KBENCH_WIDE_CLUSTER_FIVE; 40000 bf16 on 4 blocks at 5 of 8: 98% of the slots).
+      constexpr int64_t kFour = int64_t{4} * kClusterTeam * kFive, kEight = 2 * kFour;
+      if (clusters && packs <= kFour && 8 * packs >= 7 * kFour) {
+        return f(StagedConfig<kClusterTeam, 4, kFive, 1, true>{}), true;
+      }
+      if (clusters && packs <= kEight && 8 * packs >= 7 * kEight) {
+        return f(StagedConfig<kClusterTeam, 8, kFive, 1, true>{}), true;
+      }
+    }
     return with_staged_config<kWarpSize, kWidePacks, kClusterTeam, kFit, kWidePacks, kHalfTeams,
-                              kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks, kFitClusters>(
-        packs, clusters, f);
+                              kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks, kFitClusters,
+                              kWidePastEight>(packs, clusters, f);
   } else {
     if constexpr (kWide) {
       // Rows that fill more than 3/4 of a whole-block team's packs (12296-16384 bf16 at 4) and
@@ -475,6 +519,9 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
     if (packs <= 2 * kTeam * kPacks) return with_cluster_packs<kTeam, 2, kPacks, kFitClusters>(packs, f), true;
     if (packs <= 4 * kTeam * kPacks) return with_cluster_packs<kTeam, 4, kPacks, kFitClusters>(packs, f), true;
     if (packs <= 8 * kTeam * kPacks) return with_cluster_packs<kTeam, 8, kPacks, kFitClusters>(packs, f), true;
+    if constexpr (kWidePastEight && kTeam == kWideTeam) {  // groups of 10 or 12 blocks
+      if (with_wide_rows<kPacks, 10, KBENCH_WIDE_PAST_EIGHT_MOST>(packs, f)) return true;
+    }
     if constexpr (kTeam < 256) {
       if (packs <= 8 * 256 * kPacks) return with_cluster_packs<256, 8, kPacks, kFitClusters>(packs, f), true;
     }

@@ -62,6 +62,9 @@
 //   kWideRows  (optional)                       true: rows past 3/4 of a whole-block team over
 //                                               2-16 blocks of four 128-thread teams, as grid
 //                                               rows (staged_config.h's with_wide_rows)
+//   kWidePastEight  (optional)                  true: rows past 8 blocks of 128-thread teams
+//                                               (kClusterTeam 128) over 10 or 12 of them, as
+//                                               grid rows (staged_config.h)
 //   kClusterPacks  (optional)                   packs per thread for rows over 8 blocks that
 //                                               fill more than 3/4 of them (the three-tensor
 //                                               backwards: 2, so 4 stages fit, not 2)
@@ -197,6 +200,12 @@ constexpr bool grid_rows_for() {
 template <class Op>
 constexpr bool takes_wide_rows() {
   return KBENCH_POLICY_OPTION(kWideRows, false);
+}
+// Does Op take rows past 8 blocks of its 128-thread teams over 10 or 12 of them
+// (staged_config.h's kWidePastEight)? Op::kWidePastEight where it has one.
+template <class Op>
+constexpr bool wide_past_eight() {
+  return KBENCH_POLICY_OPTION(kWidePastEight, false);
 }
 
 // Packs per thread for rows over several blocks: Op::kClusterPacks where the op has one, else
@@ -1075,7 +1084,8 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
   const bool launched =
       with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>(),
                          half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>(),
-                         split_rows<Op>(), wide_packs<Op>(), fit_cluster_packs<Op>()>(
+                         split_rows<Op>(), wide_packs<Op>(), fit_cluster_packs<Op>(),
+                         wide_past_eight<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kMostStages = C::kCluster > 1 ? kMaxStages : one_block_stages<Op>();

@@ -1142,6 +1142,11 @@ struct PolynormBwdStaged {
   // 84.1 / 83.4% of the copy ceiling against 80.0 / 80.3. Three staged tensors at 5 packs need
   // 240 KB a stage pair: fused_mul_polynorm_bwd keeps 4.
   static constexpr bool kHalfTeams = !kHasMul && KBENCH_BWD_HALF_TEAMS;
+  // polynorm_bwd's rows of 32776-49152 bf16 over groups of 10 or 12 blocks of four 128-thread
+  // teams, not 8 blocks of two 256-thread ones (staged_config.h's kWidePastEight; H200 +7 to
+  // +10.5 at 40000-49152). fused_mul_polynorm_bwd's rows there have 2 stages: not pipelined,
+  // so no grid rows, and groups past 8 blocks are only those.
+  static constexpr bool kWidePastEight = !kHasMul;
   struct Stats {
     BwdRow row;
     float sum_g;

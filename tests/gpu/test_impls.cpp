@@ -34,10 +34,11 @@ struct Collect : Reporter {
 // Aligned rows a little past each staged-row capacity (kernels/common/staged_rows.cuh: a
 // 512-thread block with 1, 2 or 4 packs per thread, clusters of 2, 4, 8 blocks) with several
 // rows per block or cluster: 2000 x 1032, 64 x 5128, 7 x 8200, 300 x 16392, 70 x 65536; and
-// rows between (layernorm's forward on one block at 5 packs, layernorm_bwd over groups of 8
-// and 10 blocks, and rmsnorm's and polynorm's forwards over 4 blocks at 5/8 of their packs,
-// the last two ending inside a warp: staged_config.h): 9 x 18440, 40 x 40000; a forward's rows over
-// a cluster at 3/4 of its packs (with_cluster_packs): 11 x 49152.
+// rows between (layernorm's forward on one block at 5 packs, layernorm_bwd over groups of 5,
+// 8 and 10 blocks, polynorm_bwd over 10, and the forwards over 4 or 8 blocks at 5/8 of their
+// packs, in bf16 each block's slice ending inside a warp: staged_config.h): 9 x 18440,
+// 5 x 24584, 40 x 40000, 3 x 80000; a forward's rows over a cluster at 3/4 of its packs
+// (with_cluster_packs) and both backwards' over 12 blocks: 11 x 49152.
 // Rows a warp holds whole (layernorm v5: N <= 1024, a multiple of the pack), full and not:
 // 7 x 1024, 33 x 1000, 65537 x 8.
 std::vector<Shape> edge_shapes() {
@@ -49,8 +50,9 @@ std::vector<Shape> edge_shapes() {
   for (int64_t m : {1, 7}) shapes.push_back({m, 65536});
   shapes.push_back({3, 131072});
   for (Shape s : {Shape{2000, 1032}, Shape{64, 5128}, Shape{7, 8200}, Shape{300, 16392},
-                  Shape{70, 65536}, Shape{9, 18440}, Shape{40, 40000}, Shape{11, 49152},
-                  Shape{7, 1024}, Shape{33, 1000}, Shape{65537, 8}}) {
+                  Shape{70, 65536}, Shape{9, 18440}, Shape{5, 24584}, Shape{40, 40000},
+                  Shape{3, 80000}, Shape{11, 49152}, Shape{7, 1024}, Shape{33, 1000},
+                  Shape{65537, 8}}) {
     shapes.push_back(s);
   }
   return shapes;

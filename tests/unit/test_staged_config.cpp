@@ -25,12 +25,12 @@ struct Choice {
 template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
-          int kWidePacks = kThreadPacks, bool kFitClusters = kFit>
+          int kWidePacks = kThreadPacks, bool kFitClusters = kFit, bool kWidePastEight = false>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
   c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks,
                                kHalfTeams, kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks,
-                               kFitClusters>(
+                               kFitClusters, kWidePastEight>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
@@ -155,8 +155,8 @@ TEST(StagedConfig, SmallerClusterTeamsStepUpToLargerOnesInClustersOfEight) {
 // over the fewest of 2-16 blocks of four 128-thread teams that hold them, at 4 packs: 16384
 // bf16 over 4, 32768 over 8, 65536 over 16, but 16 only for rows past 3/4 of their slots;
 // wider rows and those as without kWide; none without rows over several blocks. Every slice
-// fits its team's packs. Groups of more than 8 blocks decide their whole-pack path per warp
-// (KBENCH_WIDE_WARP_PACKS 1; every group with 2, none with 0).
+// fits its team's packs. Groups of 5 and of more than 8 blocks decide their whole-pack path
+// per warp (KBENCH_WIDE_WARP_PACKS 1; every group with 2, none with 0).
 TEST(StagedConfig, WideRowsOverTheFewestBlocksOfFourTeams) {
   const auto wide = [](int64_t packs, bool clusters = true) {
     return choose<32, kPacks, KBENCH_CLUSTER_TEAM, true, kPacks, false, true>(packs, clusters);
@@ -165,25 +165,28 @@ TEST(StagedConfig, WideRowsOverTheFewestBlocksOfFourTeams) {
   EXPECT_EQ(wide(1536).team, kBlock);
   constexpr int64_t kGroupSlots = int64_t{kWideTeam} * kPacks;  // a block's slots for one row
   if (KBENCH_WIDE_MIDDLE_GROUPS) {
-    // Groups of 4, 8, 10, 12, 16 blocks: the fewest that hold the row.
-    const int groups[] = {4, 8, 10, 12, 16};
+    // Groups of 4, 5 (with 2), 8, 10, 12, 16 blocks: the fewest that hold the row.
+    std::vector<int> groups = {4, 8, 10, 12, 16};
+    if (KBENCH_WIDE_MIDDLE_GROUPS >= 2) groups.insert(groups.begin() + 1, 5);
     for (int64_t packs = 1537; packs <= 16 * kGroupSlots; ++packs) {
       const Choice c = wide(packs);
       ASSERT_TRUE(c.taken) << packs;
       ASSERT_EQ(c.team, kWideTeam) << packs;
       ASSERT_EQ(c.packs, kPacks) << packs;
       ASSERT_LE(packs, c.cluster * kGroupSlots) << packs;
-      const int* group = std::find(std::begin(groups), std::end(groups), c.cluster);
-      ASSERT_NE(group, std::end(groups)) << packs;
-      if (group != std::begin(groups)) ASSERT_GT(packs, group[-1] * kGroupSlots) << packs;
+      const auto group = std::find(groups.begin(), groups.end(), c.cluster);
+      ASSERT_NE(group, groups.end()) << packs;
+      if (group != groups.begin()) ASSERT_GT(packs, group[-1] * kGroupSlots) << packs;
       const bool per_warp = KBENCH_WIDE_WARP_PACKS >= 2 ||
-                            (KBENCH_WIDE_WARP_PACKS == 1 && c.cluster > kMaxClusterBlocks);
+                            (KBENCH_WIDE_WARP_PACKS == 1 && (c.cluster == 5 || c.cluster > 8));
       ASSERT_EQ(c.per_warp, per_warp) << packs;
     }
     EXPECT_EQ(wide(5000).per_warp, KBENCH_WIDE_WARP_PACKS >= 1);  // 40000 bf16 on 10 blocks
-    for (const auto& [packs, blocks] : {std::pair<int64_t, int>{2304, 8}, {4096, 8}, {4097, 10},
-                                        {5000, 10}, {5121, 12}, {6144, 12}, {6145, 16}, {8192, 16}}) {
-      EXPECT_EQ(wide(packs).cluster, blocks) << packs;  // 18432, 32768 .. 65536 bf16
+    const int five = KBENCH_WIDE_MIDDLE_GROUPS >= 2 ? 5 : 8;
+    for (const auto& [packs, blocks] :
+         {std::pair<int64_t, int>{2304, five}, {2560, five}, {2561, 8}, {4096, 8}, {4097, 10},
+          {5000, 10}, {5121, 12}, {6144, 12}, {6145, 16}, {8192, 16}}) {
+      EXPECT_EQ(wide(packs).cluster, blocks) << packs;  // 18432, 20480, 32768 .. 65536 bf16
     }
   } else {
     for (const auto& [packs, blocks] : {std::pair<int64_t, int>{1537, 4}, {2048, 4}, {2049, 8},
@@ -303,6 +306,18 @@ TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
       EXPECT_EQ(c.packs, 5) << packs;
       continue;
     }
+    // Rows that fill 7/8 of 4 or 8 blocks of 256 threads at 5 packs (KBENCH_WIDE_CLUSTER_FIVE).
+    bool five_over_blocks = false;
+    for (const int64_t slots : {4 * 256 * 5, 8 * 256 * 5}) {
+      five_over_blocks |= KBENCH_WIDE_CLUSTER_FIVE && packs <= slots && 8 * packs >= 7 * slots;
+    }
+    if (five_over_blocks) {
+      EXPECT_EQ(c.team, 256) << packs;
+      EXPECT_EQ(c.cluster, packs <= 4 * 256 * 5 ? 4 : 8) << packs;
+      EXPECT_EQ(c.packs, 5) << packs;
+      EXPECT_EQ(c.per_warp, KBENCH_WIDE_CLUSTER_FIVE == 1) << packs;
+      continue;
+    }
     const Choice eight = choose<32, 8>(packs, true);
     const Choice four = choose<32, 4>(packs, true);
     const Choice& expected = packs <= 256 * 8 ? eight : four;
@@ -318,6 +333,45 @@ TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
   EXPECT_GT(choose_wide(2561).cluster, 1);
   EXPECT_EQ(choose_wide(4096).packs, 4);  // 32768 bf16: over blocks at 4, not team 512 at 8
   EXPECT_GT(choose_wide(4096).cluster, 1);
+  EXPECT_EQ(choose_wide(5000).packs, KBENCH_WIDE_CLUSTER_FIVE ? 5 : 4);  // 40000 bf16: 4 blocks
+  EXPECT_EQ(choose_wide(10000).packs, KBENCH_WIDE_CLUSTER_FIVE ? 5 : 4);  // 80000: 8 blocks
+}
+
+// kWidePastEight (polynorm_bwd: a cluster team of 128, split rows): rows past 8 blocks of
+// 128-thread teams (4096 packs at 4) over 10 or 12 blocks of them, the whole-pack path decided
+// per warp; wider rows, and every narrower one, as without it.
+TEST(StagedConfig, RowsPastEightBlocksOfTeamsOf128GoOverTenOrTwelve) {
+  if (!KBENCH_WIDE_MIDDLE_GROUPS || KBENCH_WIDE_PAST_EIGHT_MOST != 12) {
+    GTEST_SKIP() << "groups of 10 and 12 blocks are the defaults' (KBENCH_WIDE_MIDDLE_GROUPS, "
+                    "KBENCH_WIDE_PAST_EIGHT_MOST)";
+  }
+  const auto pick = [](int64_t packs, auto past_eight) {
+    return choose<32, kPacks, 128, false, kPacks, true, false, false, true, kPacks, false,
+                  decltype(past_eight)::value>(packs, true);
+  };
+  constexpr std::true_type kPastEight{};
+  constexpr std::false_type kNot{};
+  for (int64_t packs = 1; packs <= 8 * 256 * kPacks; packs += 3) {
+    const Choice c = pick(packs, kPastEight);
+    const Choice without = pick(packs, kNot);
+    ASSERT_TRUE(c.taken && without.taken) << packs;
+    const int64_t eight = 8 * int64_t{kWideTeam} * kPacks;
+    if (packs <= eight || packs > 12 * int64_t{kWideTeam} * kPacks) {
+      ASSERT_EQ(c.cluster, without.cluster) << packs;
+      ASSERT_EQ(c.team, without.team) << packs;
+      ASSERT_EQ(c.packs, without.packs) << packs;
+      continue;
+    }
+    ASSERT_EQ(c.team, kWideTeam) << packs;
+    ASSERT_EQ(c.cluster, packs <= 10 * int64_t{kWideTeam} * kPacks ? 10 : 12) << packs;
+    ASSERT_EQ(c.packs, kPacks) << packs;
+    ASSERT_TRUE(c.per_warp) << packs;
+    ASSERT_EQ(without.cluster, 8) << packs;  // two 256-thread teams
+    ASSERT_EQ(without.team, 256) << packs;
+  }
+  EXPECT_EQ(pick(5000, kPastEight).cluster, 10);  // 40000 bf16
+  EXPECT_EQ(pick(6144, kPastEight).cluster, 12);  // 49152
+  EXPECT_EQ(pick(8192, kPastEight).cluster, 8);   // 65536: as without
 }
 
 // The steps of rows (team_row_of, as staged_rows.cuh's loops take them): every row goes to
@@ -456,7 +510,7 @@ TEST(StagedConfig, TwoBlocksPerSmOnlyWhereEachKeepsTwoStages) {
 TEST(StagedConfig, SlicesStartOnALineCoverTheRowAndFitTheirBlock) {
   EXPECT_EQ(slice_packs(5000, 4), KBENCH_SLICE_ALIGN == 8 ? 1256 : 1250);  // 40000 bf16
   EXPECT_EQ(slice_packs(5000, 1), 5000);                                     // one block: all
-  for (const int cluster : {2, 4, 8, 10, 12, 16}) {
+  for (const int cluster : {2, 4, 5, 8, 10, 12, 16}) {
     for (const int slots : {32 * 4, 128 * 4, 256 * 4, 256 * 8, 512 * 4, 512 * 8}) {
       for (int packs = (cluster - 1) * slots + 1; packs <= cluster * slots; ++packs) {
         const int slice = slice_packs(packs, cluster);
