@@ -315,7 +315,7 @@ TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
       EXPECT_EQ(c.team, 256) << packs;
       EXPECT_EQ(c.cluster, packs <= 4 * 256 * 5 ? 4 : 8) << packs;
       EXPECT_EQ(c.packs, 5) << packs;
-      EXPECT_EQ(c.per_warp, KBENCH_WIDE_CLUSTER_FIVE == 1) << packs;
+      EXPECT_TRUE(c.per_warp) << packs;  // 40000 bf16 ends inside warp 7
       continue;
     }
     const Choice eight = choose<32, 8>(packs, true);
@@ -553,9 +553,9 @@ TEST(StagedConfig, ClusterRowsFitThreeQuartersOfTheirPacksWhereTheyFillThem) {
 }
 
 // KBENCH_FIT_CLUSTER_PACKS=2 (the default): rows over a cluster also at 5/8 of the packs where
-// they fill 7/8 or more of those slots; such rows end inside a warp, so only those
-// configurations decide per warp whether a thread's packs need a branch each
-// (kWarpWholePacks).
+// they fill 7/8 or more of those slots; such rows end inside a warp, so those configurations,
+// and no other of with_cluster_packs', decide per warp whether a thread's packs need a branch
+// each (kWarpWholePacks).
 TEST(StagedConfig, ClusterRowsAtFiveEighthsOfTheirPacksDecideTheirPathPerWarp) {
   struct Pick {
     int packs = 0;
