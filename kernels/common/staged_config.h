@@ -449,6 +449,27 @@ bool with_wide_rows(int64_t packs, F&& f) {
 #ifndef KBENCH_WIDE_CLUSTER_FIVE
 #define KBENCH_WIDE_CLUSTER_FIVE 1
 #endif
+// Lab, not measured yet (KBENCH_CLUSTER_FIVE_BLOCKS, 0 by default; 1 for scripts/ab-flags.sh):
+// rows that fill 7/8 or more of 5 blocks of kTeam threads at kPacks over those 5 (a hardware
+// cluster of 5, or a group of 5 grid-row blocks), the whole-pack path decided per warp, rather
+// than over 8 blocks at 61-63% of the slots: 40000 bf16 at 4 packs on 256-thread teams, 5000
+// of 5120 slots (the two-input forwards, the backwards but layernorm_bwd and polynorm_bwd).
+// Only for ops whose rows over several blocks do not fit 5/8 of their packs (with_cluster_packs
+// takes 40000 at 5 of 8 packs on 4 blocks).
+#ifndef KBENCH_CLUSTER_FIVE_BLOCKS
+#define KBENCH_CLUSTER_FIVE_BLOCKS 0
+#endif
+template <int kTeam, int kPacks, class F>
+bool with_five_blocks(int64_t packs, F&& f) {
+  if constexpr (KBENCH_CLUSTER_FIVE_BLOCKS) {
+    constexpr int64_t kSlots = int64_t{5} * kTeam * kPacks;
+    if (packs <= kSlots && 8 * packs >= 7 * kSlots) {
+      return f(StagedConfig<kTeam, 5, kPacks, 1, true>{}), true;
+    }
+  }
+  return false;
+}
+
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
@@ -518,11 +539,18 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
     }
     if (packs <= 2 * kTeam * kPacks) return with_cluster_packs<kTeam, 2, kPacks, kFitClusters>(packs, f), true;
     if (packs <= 4 * kTeam * kPacks) return with_cluster_packs<kTeam, 4, kPacks, kFitClusters>(packs, f), true;
+    constexpr bool kFitsFiveEighths = kFitClusters && kPacks * 5 / 8 > kPacks / 2;
+    if constexpr (!kFitsFiveEighths) {
+      if (with_five_blocks<kTeam, kPacks>(packs, f)) return true;  // lab
+    }
     if (packs <= 8 * kTeam * kPacks) return with_cluster_packs<kTeam, 8, kPacks, kFitClusters>(packs, f), true;
     if constexpr (kWidePastEight && kTeam == kWideTeam) {  // groups of 10 or 12 blocks
       if (with_wide_rows<kPacks, 10, KBENCH_WIDE_PAST_EIGHT_MOST>(packs, f)) return true;
     }
     if constexpr (kTeam < 256) {
+      if constexpr (!kFitsFiveEighths) {
+        if (with_five_blocks<256, kPacks>(packs, f)) return true;  // lab
+      }
       if (packs <= 8 * 256 * kPacks) return with_cluster_packs<256, 8, kPacks, kFitClusters>(packs, f), true;
     }
     if (packs <= 8 * kBlock * kPacks) return with_cluster_packs<kBlock, 8, kPacks, kFitClusters>(packs, f), true;

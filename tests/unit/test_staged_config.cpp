@@ -341,9 +341,10 @@ TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
 // 128-thread teams (4096 packs at 4) over 10 or 12 blocks of them, the whole-pack path decided
 // per warp; wider rows, and every narrower one, as without it.
 TEST(StagedConfig, RowsPastEightBlocksOfTeamsOf128GoOverTenOrTwelve) {
-  if (!KBENCH_WIDE_MIDDLE_GROUPS || KBENCH_WIDE_PAST_EIGHT_MOST != 12) {
-    GTEST_SKIP() << "groups of 10 and 12 blocks are the defaults' (KBENCH_WIDE_MIDDLE_GROUPS, "
-                    "KBENCH_WIDE_PAST_EIGHT_MOST)";
+  if (!KBENCH_WIDE_MIDDLE_GROUPS || KBENCH_WIDE_PAST_EIGHT_MOST != 12 ||
+      KBENCH_CLUSTER_FIVE_BLOCKS) {
+    GTEST_SKIP() << "the defaults' groups (KBENCH_WIDE_MIDDLE_GROUPS, KBENCH_WIDE_PAST_EIGHT_MOST, "
+                    "KBENCH_CLUSTER_FIVE_BLOCKS)";
   }
   const auto pick = [](int64_t packs, auto past_eight) {
     return choose<32, kPacks, 128, false, kPacks, true, false, false, true, kPacks, false,
@@ -372,6 +373,27 @@ TEST(StagedConfig, RowsPastEightBlocksOfTeamsOf128GoOverTenOrTwelve) {
   EXPECT_EQ(pick(5000, kPastEight).cluster, 10);  // 40000 bf16
   EXPECT_EQ(pick(6144, kPastEight).cluster, 12);  // 49152
   EXPECT_EQ(pick(8192, kPastEight).cluster, 8);   // 65536: as without
+}
+
+// KBENCH_CLUSTER_FIVE_BLOCKS (a lab knob, 0 by default): rows that fill 7/8 of 5 blocks of
+// 256-thread teams at 4 packs take those 5, the whole-pack path per warp; without it, 8 blocks.
+// Ops that fit 5/8 of their 8 packs over several blocks keep that (4 blocks at 5).
+TEST(StagedConfig, RowsThatFillFiveBlocksTakeThemOnlyWithTheLabKnob) {
+  const auto four = [](int64_t packs) { return choose<32, 4>(packs, true); };  // fused_add_rmsnorm
+  const auto backward = [](int64_t packs) {
+    return choose<32, 4, KBENCH_CLUSTER_TEAM, false, 4, false, false, false, false, 4, false>(
+        packs, true);
+  };
+  for (const auto& pick : {+four, +backward}) {
+    const Choice c = pick(5000);  // 40000 bf16: 98% of 5 blocks' slots
+    EXPECT_EQ(c.cluster, KBENCH_CLUSTER_FIVE_BLOCKS ? 5 : 8);
+    EXPECT_EQ(c.team, 256);
+    EXPECT_EQ(c.packs, 4);
+    EXPECT_EQ(c.per_warp, KBENCH_CLUSTER_FIVE_BLOCKS != 0);
+    EXPECT_EQ(pick(4400).cluster, 8);  // 86% of them
+    EXPECT_EQ(pick(5121).cluster, 8);  // past them
+  }
+  EXPECT_EQ((choose<32, 8>(5000, true).cluster), 4);  // rmsnorm: 5 of 8 packs on 4 blocks
 }
 
 // The steps of rows (team_row_of, as staged_rows.cuh's loops take them): every row goes to
@@ -544,6 +566,7 @@ TEST(StagedConfig, ClusterRowsFitThreeQuartersOfTheirPacksWhereTheyFillThem) {
   for (int64_t packs = 4097; packs <= 8 * kBlock * 8; packs += 13) {
     const Choice c = choose<32, 8>(packs, true);
     const Choice unfitted = choose_opting_out_of_cluster_fits(packs);
+    if (KBENCH_CLUSTER_FIVE_BLOCKS && unfitted.cluster == 5) continue;  // the lab knob's
     ASSERT_EQ(c.cluster, unfitted.cluster) << packs;
     ASSERT_EQ(c.team, unfitted.team) << packs;
     ASSERT_EQ(unfitted.packs, 8) << packs;
