@@ -339,7 +339,7 @@ TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
 
 // kWidePastEight (polynorm_bwd: a cluster team of 128, split rows): rows past 8 blocks of
 // 128-thread teams (4096 packs at 4) over 10 or 12 blocks of them, the whole-pack path decided
-// per warp; wider rows, and every narrower one, as without it.
+// per warp (KBENCH_WIDE_WARP_PACKS); wider rows, and every narrower one, as without it.
 TEST(StagedConfig, RowsPastEightBlocksOfTeamsOf128GoOverTenOrTwelve) {
   if (!KBENCH_WIDE_MIDDLE_GROUPS || KBENCH_WIDE_PAST_EIGHT_MOST != 12 ||
       KBENCH_CLUSTER_FIVE_BLOCKS) {
@@ -366,7 +366,7 @@ TEST(StagedConfig, RowsPastEightBlocksOfTeamsOf128GoOverTenOrTwelve) {
     ASSERT_EQ(c.team, kWideTeam) << packs;
     ASSERT_EQ(c.cluster, packs <= 10 * int64_t{kWideTeam} * kPacks ? 10 : 12) << packs;
     ASSERT_EQ(c.packs, kPacks) << packs;
-    ASSERT_TRUE(c.per_warp) << packs;
+    ASSERT_EQ(c.per_warp, KBENCH_WIDE_WARP_PACKS >= 1) << packs;  // as with_wide_rows decides
     ASSERT_EQ(without.cluster, 8) << packs;  // two 256-thread teams
     ASSERT_EQ(without.team, 256) << packs;
   }
