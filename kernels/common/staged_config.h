@@ -217,6 +217,12 @@ constexpr RowGroups row_groups_of(int64_t row_groups, int64_t resident_clusters,
   return RowGroups{row_groups < most ? row_groups : most, grid_rows};
 }
 
+// Does a row of `packs` packs fit `slots` slots and fill 7/8 or more of them? The test for
+// taking fewer packs per thread, or fewer blocks, than the rest of a width's rows.
+KBENCH_HOST_DEVICE constexpr bool fills_seven_eighths(int64_t packs, int64_t slots) {
+  return packs <= slots && 8 * packs >= 7 * slots;
+}
+
 template <int kTeam_, int kCluster_, int kPacks_, int kSplit_ = 1, bool kWarpWholePacks_ = false>
 struct StagedConfig {
   static constexpr int kTeam = kTeam_;        // threads per row (kBlock / kTeam rows per block)
@@ -309,12 +315,12 @@ void with_cluster_packs(int64_t packs, F&& f) {
   constexpr int64_t kFiveSlots = int64_t{kCluster} * kTeam * kFive;
   constexpr int64_t kSixSlots = int64_t{kCluster} * kTeam * kSix;
   if constexpr (kLevel >= 2 && kFitClusters && kFive > kPacks / 2) {
-    if (packs <= kFiveSlots && 8 * packs >= 7 * kFiveSlots) {
+    if (fills_seven_eighths(packs, kFiveSlots)) {
       return f(StagedConfig<kTeam, kCluster, kFive, 1, true>{});
     }
   }
   if constexpr (kLevel >= 1 && kFitClusters && kSix > kPacks / 2) {
-    if (packs <= kSixSlots && 8 * packs >= 7 * kSixSlots) return f(StagedConfig<kTeam, kCluster, kSix>{});
+    if (fills_seven_eighths(packs, kSixSlots)) return f(StagedConfig<kTeam, kCluster, kSix>{});
   }
   f(StagedConfig<kTeam, kCluster, kPacks>{});
 }
@@ -463,7 +469,7 @@ template <int kTeam, int kPacks, class F>
 bool with_five_blocks(int64_t packs, F&& f) {
   if constexpr (KBENCH_CLUSTER_FIVE_BLOCKS) {
     constexpr int64_t kSlots = int64_t{5} * kTeam * kPacks;
-    if (packs <= kSlots && 8 * packs >= 7 * kSlots) {
+    if (fills_seven_eighths(packs, kSlots)) {
       return f(StagedConfig<kTeam, 5, kPacks, 1, true>{}), true;
     }
   }
@@ -497,10 +503,10 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
       // Rows that fill 7/8 of 4 or 8 blocks of kClusterTeam threads at 5/8 of kPacks keep those
       // (KBENCH_WIDE_CLUSTER_FIVE; 40000 bf16 on 4 blocks at 5 of 8: 98% of the slots).
       constexpr int64_t kFour = int64_t{4} * kClusterTeam * kFive, kEight = 2 * kFour;
-      if (clusters && packs <= kFour && 8 * packs >= 7 * kFour) {
+      if (clusters && fills_seven_eighths(packs, kFour)) {
         return f(StagedConfig<kClusterTeam, 4, kFive, 1, true>{}), true;
       }
-      if (clusters && packs <= kEight && 8 * packs >= 7 * kEight) {
+      if (clusters && fills_seven_eighths(packs, kEight)) {
         return f(StagedConfig<kClusterTeam, 8, kFive, 1, true>{}), true;
       }
     }
@@ -532,7 +538,7 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
       // stages would carry too few bytes. So do full rows where kFullRowsKeepPacks.
       constexpr int kCP = kClusterPacks;
       constexpr int64_t kTeamSlots = int64_t{8} * kTeam * kPacks;
-      const bool keeps = kFullRowsKeepPacks && packs <= kTeamSlots && 8 * packs >= 7 * kTeamSlots;
+      const bool keeps = kFullRowsKeepPacks && fills_seven_eighths(packs, kTeamSlots);
       const auto fills = [packs](int64_t slots) { return packs <= slots && 4 * packs > 3 * slots; };
       if (!keeps && fills(8 * 256 * kCP)) return f(StagedConfig<256, 8, kCP>{}), true;
       if (!keeps && fills(8 * kBlock * kCP)) return f(StagedConfig<kBlock, 8, kCP>{}), true;
