@@ -450,24 +450,34 @@ bool with_wide_rows(int64_t packs, F&& f) {
 // 92.6-94.1 against 90.7-91.6 at 839x40000, 91.3-93.1 against 88.6-89.5 at 917x36608, 92.6-93.9
 // against 91.0-91.6 at 819x40960, 92.2-93.9 against 86.4-87.1 at 419x80000. Per thread (these
 // kernels then need no spills; with the warp path bf16's spill 16-32 bytes) it read 91.7-92.7 at
-// 40000, 92.9-95.1 at 40960 (full slices). Not measured on the H200 (kernels/rmsnorm/NOTES.md,
-// thirty-second session).
+// 40000, 92.9-95.1 at 40960 (full slices). H200, one call: 85.1-85.2 / 86.6-87.3 / 87.9-88.0 /
+// 87.2-87.4 against 74.3 / 79.6 / 80.3 / 72.1-72.4 at 917x36608 / 839x40000 / 819x40960 /
+// 419x80000 (kernels/rmsnorm/NOTES.md, thirty-second and thirty-third sessions).
 #ifndef KBENCH_WIDE_CLUSTER_FIVE
 #define KBENCH_WIDE_CLUSTER_FIVE 1
 #endif
-// Lab, not measured yet (KBENCH_CLUSTER_FIVE_BLOCKS, 0 by default; 1 for scripts/ab-flags.sh):
-// rows that fill 7/8 or more of 5 blocks of kTeam threads at kPacks over those 5 (a hardware
+// Rows that fill 7/8 or more of 5 blocks of kTeam threads at kPacks go over those 5 (a hardware
 // cluster of 5, or a group of 5 grid-row blocks), the whole-pack path decided per warp, rather
-// than over 8 blocks at 61-63% of the slots: 40000 bf16 at 4 packs on 256-thread teams, 5000
-// of 5120 slots (the two-input forwards, the backwards but layernorm_bwd and polynorm_bwd).
-// Only for ops whose rows over several blocks do not fit 5/8 of their packs (with_cluster_packs
-// takes 40000 at 5 of 8 packs on 4 blocks).
+// than over 8 blocks at 56-63% of the slots: 40000 bf16 at 4 packs on 256-thread teams, 5000 of
+// 5120 slots; 18432 on 128-thread teams, 2304 of 2560. Only for ops whose rows over several
+// blocks do not fit 5/8 of their packs (with_cluster_packs takes 40000 at 5 of 8 packs on 4
+// blocks), and only where the op opts in (kFiveBlocks: fused_mul_polynorm and its backward)
+// with KBENCH_CLUSTER_FIVE_BLOCKS 1, the default; 0 never, 2 every such op (knobs for
+// scripts/ab-flags.sh). Same run, bf16, % of the copy ceiling, two repetitions, 5 blocks against
+// 8 at 917x36608 / 839x40000 / 819x40960: H200 fused_mul_polynorm +4.8 to +6.5 (85.3-85.9 against
+// 79.6-80.2 at 40000), fused_mul_polynorm_bwd +0.6 to +1.7 (and 79.0 against 73.9-74.0 at
+// 1820x18432); H100 fused_mul_polynorm -0.1 to +0.9, fused_mul_polynorm_bwd +1.0 to +3.3. Every
+// other op lost: H200 fused_add_rmsnorm -2.1 to -4.0, rmsnorm_bwd -3.5 to -3.9 at 40000-40960,
+// fused_add_rmsnorm_bwd -2.3 to -3.5; H100 -0.8 to -3.4 (kernels/rmsnorm/NOTES.md, thirty-third
+// session).
 #ifndef KBENCH_CLUSTER_FIVE_BLOCKS
-#define KBENCH_CLUSTER_FIVE_BLOCKS 0
+#define KBENCH_CLUSTER_FIVE_BLOCKS 1
 #endif
-template <int kTeam, int kPacks, class F>
+template <int kTeam, int kPacks, bool kOptedIn, class F>
 bool with_five_blocks(int64_t packs, F&& f) {
-  if constexpr (KBENCH_CLUSTER_FIVE_BLOCKS) {
+  constexpr bool kTakes =
+      KBENCH_CLUSTER_FIVE_BLOCKS == 2 || (KBENCH_CLUSTER_FIVE_BLOCKS == 1 && kOptedIn);
+  if constexpr (kTakes) {
     constexpr int64_t kSlots = int64_t{5} * kTeam * kPacks;
     if (fills_seven_eighths(packs, kSlots)) {
       return f(StagedConfig<kTeam, 5, kPacks, 1, true>{}), true;
@@ -479,7 +489,8 @@ bool with_five_blocks(int64_t packs, F&& f) {
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
-          int kWidePacks = kPacks, bool kFitClusters = kFit, bool kWidePastEight = false, class F>
+          int kWidePacks = kPacks, bool kFitClusters = kFit, bool kWidePastEight = false,
+          bool kFiveBlocks = false, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -512,7 +523,7 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
     }
     return with_staged_config<kWarpSize, kWidePacks, kClusterTeam, kFit, kWidePacks, kHalfTeams,
                               kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks, kFitClusters,
-                              kWidePastEight>(packs, clusters, f);
+                              kWidePastEight, kFiveBlocks>(packs, clusters, f);
   } else {
     if constexpr (kWide) {
       // Rows that fill more than 3/4 of a whole-block team's packs (12296-16384 bf16 at 4) and
@@ -547,7 +558,7 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
     if (packs <= 4 * kTeam * kPacks) return with_cluster_packs<kTeam, 4, kPacks, kFitClusters>(packs, f), true;
     constexpr bool kFitsFiveEighths = kFitClusters && kPacks * 5 / 8 > kPacks / 2;
     if constexpr (!kFitsFiveEighths) {
-      if (with_five_blocks<kTeam, kPacks>(packs, f)) return true;  // lab
+      if (with_five_blocks<kTeam, kPacks, kFiveBlocks>(packs, f)) return true;
     }
     if (packs <= 8 * kTeam * kPacks) return with_cluster_packs<kTeam, 8, kPacks, kFitClusters>(packs, f), true;
     if constexpr (kWidePastEight && kTeam == kWideTeam) {  // groups of 10 or 12 blocks
@@ -555,7 +566,7 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
     }
     if constexpr (kTeam < 256) {
       if constexpr (!kFitsFiveEighths) {
-        if (with_five_blocks<256, kPacks>(packs, f)) return true;  // lab
+        if (with_five_blocks<256, kPacks, kFiveBlocks>(packs, f)) return true;
       }
       if (packs <= 8 * 256 * kPacks) return with_cluster_packs<256, 8, kPacks, kFitClusters>(packs, f), true;
     }

@@ -65,6 +65,9 @@
 //   kWidePastEight  (optional)                  true: rows past 8 blocks of 128-thread teams
 //                                               (kClusterTeam 128) over 10 or 12 of them, as
 //                                               grid rows (staged_config.h)
+//   kFiveBlocks  (optional)                     true: rows that fill 7/8 of 5 blocks at kPacks
+//                                               over those 5, not 8 (staged_config.h's
+//                                               with_five_blocks)
 //   kClusterPacks  (optional)                   packs per thread for rows over 8 blocks that
 //                                               fill more than 3/4 of them (the three-tensor
 //                                               backwards: 2, so 4 stages fit, not 2)
@@ -206,6 +209,12 @@ constexpr bool takes_wide_rows() {
 template <class Op>
 constexpr bool wide_past_eight() {
   return KBENCH_POLICY_OPTION(kWidePastEight, false);
+}
+// Does Op take rows that fill 7/8 of 5 blocks over those 5 (staged_config.h's
+// with_five_blocks)? Op::kFiveBlocks where it has one.
+template <class Op>
+constexpr bool five_blocks() {
+  return KBENCH_POLICY_OPTION(kFiveBlocks, false);
 }
 
 // Packs per thread for rows over several blocks: Op::kClusterPacks where the op has one, else
@@ -1085,7 +1094,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
       with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>(),
                          half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>(),
                          split_rows<Op>(), wide_packs<Op>(), fit_cluster_packs<Op>(),
-                         wide_past_eight<Op>()>(
+                         wide_past_eight<Op>(), five_blocks<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kMostStages = C::kCluster > 1 ? kMaxStages : one_block_stages<Op>();

@@ -652,6 +652,12 @@ void launch_polynorm_fwd_v2(const LaunchArgs& a) {
 
 // ----- v4_vec16_staged: the staged-rows policy (kernels/common/staged_rows.cuh) -------------
 
+// fused_mul_polynorm's rows over several blocks in hardware clusters (0, the default) or as grid
+// rows (1, a knob for scripts/ab-flags.sh): PolynormFwdStaged's kGridRows.
+#ifndef KBENCH_FUSED_MUL_GRID_ROWS
+#define KBENCH_FUSED_MUL_GRID_ROWS 0
+#endif
+
 // x (and m) staged in shared memory; the three row sums in one float4 (.w unused), the
 // weights held in registers, the row's three norms as its stats.
 template <class T, bool kHasMul>
@@ -675,11 +681,16 @@ struct PolynormFwdStaged {
   // 91.2 / 89.8 unfitted, H200 87.7 / 87.3 / 87.7 against 86.2 / 81.8 / 84.4 (it measured -0.5
   // fitted before that path). fused_mul_polynorm: +0.6 on the H100.
   static constexpr bool kFitPacks = true;
-  // Rows over several blocks as grid rows even with two teams per block (staged_rows.cuh's
-  // grid_rows_for): same run, H100, bf16, polynorm at 512x65536 92.1 / 93.0 against 87.9 / 87.8%
-  // of the copy ceiling in clusters of 4 on 120 SMs; fused_mul_polynorm at 1024x32768 92.7 / 92.3
-  // against 91.6 / 91.1.
-  static constexpr bool kGridRows = true;
+  // polynorm's rows over several blocks as grid rows even with two teams per block
+  // (staged_rows.cuh's grid_rows_for). Same run, bf16, % of the copy ceiling: H100 92.1 / 93.0
+  // against 87.9 / 87.8 in clusters of 4 on 120 SMs at 512x65536; H200 89.4-90.0 against
+  // 81.0-82.4 there, 81.0-81.2 / 84.6 / 78.5-78.8 against 72.7-72.9 / 76.0-76.1 / 72.0-72.4 at
+  // 839x40000 / 683x49152 / 419x80000. fused_mul_polynorm's (wider than 32768 bf16, as its
+  // narrower ones split: kSplitRows) stay in clusters (KBENCH_FUSED_MUL_GRID_ROWS): H200 87.9-88.1
+  // / 91.6-91.9 / 83.3-83.8 against 85.6-85.7 / 86.8-87.0 / 77.5-78.2 as grid rows at 40000 /
+  // 49152 / 80000, -0.9 at 65536 (over three repetitions in a second call); H100 +0.5 to +3.1 at
+  // 36608-49152, even at 80000, -1.0 at 65536.
+  static constexpr bool kGridRows = !kHasMul || KBENCH_FUSED_MUL_GRID_ROWS;
   // Rows one block holds at most 4 stages deep, not kOneBlockMaxStages (staged_config.h): H100,
   // polynorm at 65536x512 bf16, 87.4-89.2% of the copy ceiling at 6 against 90.6-91.9 at 4.
   static constexpr int kOneBlockStages = staged_rows::kMaxStages;
@@ -698,6 +709,12 @@ struct PolynormFwdStaged {
   // +0.7 / +1.9 / +3.0). fused_mul_polynorm (3 packs per tensor at 512 and 5120) +1.6 / +0.2
   // on the H200, within its noise: one block.
   static constexpr int kBlocksPerSm = kHasMul ? 1 : 2;
+  // fused_mul_polynorm's rows that fill 7/8 of 5 blocks of 256-thread teams at 4 packs
+  // (35840-40960 bf16) over those 5, not 8 (staged_config.h's with_five_blocks): same run, bf16,
+  // both as grid rows, H200 85.3-85.9% of the copy ceiling against 79.6-80.2 at 839x40000, +5 to
+  // +6 at 36608 and 40960; H100 -0.1 to +0.9. polynorm's rows there take 5 of its 8 packs on 4
+  // blocks (with_cluster_packs).
+  static constexpr bool kFiveBlocks = kHasMul;
   static constexpr int kRounds = 1;
   static constexpr int kColGrads = 0;
   // The row's coefficients (kRowWeights), or its norms rsqrt(mean(x^2p) + eps) in c1..c3.
@@ -1147,6 +1164,13 @@ struct PolynormBwdStaged {
   // +10.5 at 40000-49152). fused_mul_polynorm_bwd's rows there have 2 stages: not pipelined,
   // so no grid rows, and groups past 8 blocks are only those.
   static constexpr bool kWidePastEight = !kHasMul;
+  // fused_mul_polynorm_bwd's rows that fill 7/8 of 5 blocks of its teams at 4 packs (256-thread
+  // teams: 35840-40960 bf16; 128-thread: 17920-20480) over those 5, not 8 (staged_config.h's
+  // with_five_blocks). Same run, bf16, % of the copy ceiling: H200 79.2-79.4 / 79.0 / 82.3-82.6
+  // against 71.8 / 73.9-74.0 / 78.3-79.3 at 1872x17920 / 1820x18432 / 1638x20480, +0.6 to +1.7
+  // at 36608-40960; H100 +1.1 to +2.2 at 18432 / 20480, +1.0 to +3.3 at 36608-40960.
+  // polynorm_bwd's rows there take one block (split rows) or groups of 10 (kWidePastEight).
+  static constexpr bool kFiveBlocks = kHasMul;
   struct Stats {
     BwdRow row;
     float sum_g;

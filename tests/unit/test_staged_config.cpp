@@ -25,12 +25,13 @@ struct Choice {
 template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
-          int kWidePacks = kThreadPacks, bool kFitClusters = kFit, bool kWidePastEight = false>
+          int kWidePacks = kThreadPacks, bool kFitClusters = kFit, bool kWidePastEight = false,
+          bool kFiveBlocks = false>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
   c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks,
                                kHalfTeams, kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks,
-                               kFitClusters, kWidePastEight>(
+                               kFitClusters, kWidePastEight, kFiveBlocks>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
@@ -342,7 +343,7 @@ TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
 // per warp (KBENCH_WIDE_WARP_PACKS); wider rows, and every narrower one, as without it.
 TEST(StagedConfig, RowsPastEightBlocksOfTeamsOf128GoOverTenOrTwelve) {
   if (!KBENCH_WIDE_MIDDLE_GROUPS || KBENCH_WIDE_PAST_EIGHT_MOST != 12 ||
-      KBENCH_CLUSTER_FIVE_BLOCKS) {
+      KBENCH_CLUSTER_FIVE_BLOCKS == 2) {
     GTEST_SKIP() << "the defaults' groups (KBENCH_WIDE_MIDDLE_GROUPS, KBENCH_WIDE_PAST_EIGHT_MOST, "
                     "KBENCH_CLUSTER_FIVE_BLOCKS)";
   }
@@ -375,24 +376,42 @@ TEST(StagedConfig, RowsPastEightBlocksOfTeamsOf128GoOverTenOrTwelve) {
   EXPECT_EQ(pick(8192, kPastEight).cluster, 8);   // 65536: as without
 }
 
-// KBENCH_CLUSTER_FIVE_BLOCKS (a lab knob, 0 by default): rows that fill 7/8 of 5 blocks of
-// 256-thread teams at 4 packs take those 5, the whole-pack path per warp; without it, 8 blocks.
-// Ops that fit 5/8 of their 8 packs over several blocks keep that (4 blocks at 5).
-TEST(StagedConfig, RowsThatFillFiveBlocksTakeThemOnlyWithTheLabKnob) {
-  const auto four = [](int64_t packs) { return choose<32, 4>(packs, true); };  // fused_add_rmsnorm
-  const auto backward = [](int64_t packs) {
-    return choose<32, 4, KBENCH_CLUSTER_TEAM, false, 4, false, false, false, false, 4, false>(
-        packs, true);
+// Rows that fill 7/8 of 5 blocks of 256-thread teams at 4 packs take those 5, the whole-pack
+// path per warp, where the op opts in (kFiveBlocks) and KBENCH_CLUSTER_FIVE_BLOCKS is 1 (the
+// default), or for every op at 2; else 8 blocks. Ops that fit 5/8 of their 8 packs over several
+// blocks keep that (4 blocks at 5).
+TEST(StagedConfig, RowsThatFillFiveBlocksTakeThemWhereTheOpOptsIn) {
+  // fused_mul_polynorm's forward and backward opt in; fused_add_rmsnorm and rmsnorm_bwd do not.
+  const auto forward = [](int64_t packs, auto opts_in) {
+    return choose<32, 4, KBENCH_CLUSTER_TEAM, true, 4, false, false, false, true, 4, true, false,
+                  decltype(opts_in)::value>(packs, true);
   };
-  for (const auto& pick : {+four, +backward}) {
-    const Choice c = pick(5000);  // 40000 bf16: 98% of 5 blocks' slots
-    EXPECT_EQ(c.cluster, KBENCH_CLUSTER_FIVE_BLOCKS ? 5 : 8);
+  const auto backward = [](int64_t packs, auto opts_in) {
+    return choose<32, 4, 128, false, 2, false, false, true, false, 4, false, false,
+                  decltype(opts_in)::value>(packs, true);
+  };
+  const auto takes_five = [](bool opts_in) {
+    return KBENCH_CLUSTER_FIVE_BLOCKS == 2 || (KBENCH_CLUSTER_FIVE_BLOCKS == 1 && opts_in);
+  };
+  const auto expect_blocks = [&](auto pick, auto opts_in) {
+    const bool takes = takes_five(decltype(opts_in)::value);
+    const Choice c = pick(5000, opts_in);  // 40000 bf16: 98% of 5 blocks' slots
+    EXPECT_EQ(c.cluster, takes ? 5 : 8);
     EXPECT_EQ(c.team, 256);
     EXPECT_EQ(c.packs, 4);
-    EXPECT_EQ(c.per_warp, KBENCH_CLUSTER_FIVE_BLOCKS != 0);
-    EXPECT_EQ(pick(4400).cluster, 8);  // 86% of them
-    EXPECT_EQ(pick(5121).cluster, 8);  // past them
-  }
+    EXPECT_EQ(c.per_warp, takes);
+    EXPECT_EQ(pick(4480, opts_in).cluster, takes ? 5 : 8);  // 7/8 of them: 35840 bf16
+    EXPECT_EQ(pick(4479, opts_in).cluster, 8);             // less
+    EXPECT_EQ(pick(5121, opts_in).cluster, 8);             // past them
+  };
+  // The backward's 128-thread teams: 18432 bf16, 90% of 5 blocks of them (56% of 8).
+  EXPECT_EQ(backward(2304, std::true_type{}).cluster, takes_five(true) ? 5 : 8);
+  EXPECT_EQ(backward(2304, std::false_type{}).cluster, takes_five(false) ? 5 : 8);
+  EXPECT_EQ(backward(2304, std::true_type{}).team, 128);
+  expect_blocks(forward, std::true_type{});
+  expect_blocks(backward, std::true_type{});
+  expect_blocks(forward, std::false_type{});
+  expect_blocks(backward, std::false_type{});
   EXPECT_EQ((choose<32, 8>(5000, true).cluster), 4);  // rmsnorm: 5 of 8 packs on 4 blocks
 }
 
@@ -566,7 +585,7 @@ TEST(StagedConfig, ClusterRowsFitThreeQuartersOfTheirPacksWhereTheyFillThem) {
   for (int64_t packs = 4097; packs <= 8 * kBlock * 8; packs += 13) {
     const Choice c = choose<32, 8>(packs, true);
     const Choice unfitted = choose_opting_out_of_cluster_fits(packs);
-    if (KBENCH_CLUSTER_FIVE_BLOCKS && unfitted.cluster == 5) continue;  // the lab knob's
+    if (KBENCH_CLUSTER_FIVE_BLOCKS == 2 && unfitted.cluster == 5) continue;  // the lab knob's
     ASSERT_EQ(c.cluster, unfitted.cluster) << packs;
     ASSERT_EQ(c.team, unfitted.team) << packs;
     ASSERT_EQ(unfitted.packs, 8) << packs;
