@@ -486,6 +486,33 @@ bool with_five_blocks(int64_t packs, F&& f) {
   return false;
 }
 
+// Lab (KBENCH_WIDE_CLUSTER_PACKS, 0 by default; 1 for scripts/ab-flags.sh): rows past 8 blocks
+// of 256-thread teams at kClusterPacks (the three-tensor backwards at 2: stages of 48 KB, 4
+// deep, so pipelined) that fill 7/8 of 10 or 12 of them take those, as grid rows, the
+// whole-pack path decided per warp; rather than 5 or 8 blocks at the op's 4 packs (2 stages of
+// 96 KB, not pipelined, so hardware clusters): 40000 bf16 is 5000 of 10 blocks' 5120 slots,
+// 49152 all of 12 blocks' 6144. Same run, H100, bf16, % of the copy ceiling, two calls on two
+// machines, at 917x36608 / 839x40000 / 819x40960 / 763x44000 / 683x49152: fused_mul_polynorm_bwd
+// 81.9-82.4 / 83.7-84.0 / 83.9-84.5 / 82.2-82.3 / 85.1-85.3 against 80.0-81.3 (79.4-80.3 at
+// 49152) in one call, -1.4 to +2.1 in the other (where the default read 83.5-85.9);
+// fused_add_rmsnorm_bwd 4.1-10.1 points slower in both. Not measured on the H200, where
+// fused_mul_polynorm_bwd reads 72-73 at 40000-49152 (kernels/rmsnorm/NOTES.md, thirty-third
+// session).
+#ifndef KBENCH_WIDE_CLUSTER_PACKS
+#define KBENCH_WIDE_CLUSTER_PACKS 0
+#endif
+template <int kPacks, class F>
+bool with_ten_or_twelve_blocks(int64_t packs, F&& f) {
+  if constexpr (KBENCH_WIDE_CLUSTER_PACKS) {
+    constexpr int64_t kTen = int64_t{10} * 256 * kPacks, kTwelve = int64_t{12} * 256 * kPacks;
+    if (fills_seven_eighths(packs, kTen)) return f(StagedConfig<256, 10, kPacks, 1, true>{}), true;
+    if (fills_seven_eighths(packs, kTwelve)) {
+      return f(StagedConfig<256, 12, kPacks, 1, true>{}), true;
+    }
+  }
+  return false;
+}
+
 template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
@@ -553,6 +580,7 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
       const auto fills = [packs](int64_t slots) { return packs <= slots && 4 * packs > 3 * slots; };
       if (!keeps && fills(8 * 256 * kCP)) return f(StagedConfig<256, 8, kCP>{}), true;
       if (!keeps && fills(8 * kBlock * kCP)) return f(StagedConfig<kBlock, 8, kCP>{}), true;
+      if (!keeps && with_ten_or_twelve_blocks<kCP>(packs, f)) return true;  // lab
     }
     if (packs <= 2 * kTeam * kPacks) return with_cluster_packs<kTeam, 2, kPacks, kFitClusters>(packs, f), true;
     if (packs <= 4 * kTeam * kPacks) return with_cluster_packs<kTeam, 4, kPacks, kFitClusters>(packs, f), true;

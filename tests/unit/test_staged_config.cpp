@@ -224,7 +224,7 @@ TEST(StagedConfig, ClusterPacksWhereTheRowFillsThem) {
   EXPECT_EQ(k64.packs, 2);
   EXPECT_EQ(stages_of(3, 2), 4);
   EXPECT_EQ(stages_of(3, 4), 2);
-  EXPECT_EQ(choose_3(5000).packs, 4);
+  EXPECT_EQ(choose_3(5000).packs, KBENCH_WIDE_CLUSTER_PACKS ? 2 : 4);  // the lab knob's 10 blocks
   EXPECT_EQ(choose_3(3072).packs, 4);  // 3/4 of 4096 exactly
   EXPECT_EQ(choose_3(3073).packs, 2);
   EXPECT_EQ(choose_3(kBlock * kPacks).packs, 4);
@@ -381,6 +381,7 @@ TEST(StagedConfig, RowsPastEightBlocksOfTeamsOf128GoOverTenOrTwelve) {
 // default), or for every op at 2; else 8 blocks. Ops that fit 5/8 of their 8 packs over several
 // blocks keep that (4 blocks at 5).
 TEST(StagedConfig, RowsThatFillFiveBlocksTakeThemWhereTheOpOptsIn) {
+  if (KBENCH_WIDE_CLUSTER_PACKS) GTEST_SKIP() << "the lab knob's 10 blocks (KBENCH_WIDE_CLUSTER_PACKS)";
   // fused_mul_polynorm's forward and backward opt in; fused_add_rmsnorm and rmsnorm_bwd do not.
   const auto forward = [](int64_t packs, auto opts_in) {
     return choose<32, 4, KBENCH_CLUSTER_TEAM, true, 4, false, false, false, true, 4, true, false,
@@ -413,6 +414,31 @@ TEST(StagedConfig, RowsThatFillFiveBlocksTakeThemWhereTheOpOptsIn) {
   expect_blocks(forward, std::false_type{});
   expect_blocks(backward, std::false_type{});
   EXPECT_EQ((choose<32, 8>(5000, true).cluster), 4);  // rmsnorm: 5 of 8 packs on 4 blocks
+}
+
+// KBENCH_WIDE_CLUSTER_PACKS (a lab knob, 0 by default): the three-tensor backwards' rows that
+// fill 7/8 of 10 or 12 blocks of 256-thread teams at 2 packs take those, the whole-pack path per
+// warp; without it, 5 or 8 blocks at 4 packs.
+TEST(StagedConfig, RowsThatFillTenOrTwelveBlocksAtTwoPacksTakeThemOnlyWithTheLabKnob) {
+  const auto fused_mul_bwd = [](int64_t packs) {
+    return choose<32, 4, 128, false, 2, false, false, true, false, 4, false, false, true>(packs,
+                                                                                         true);
+  };
+  const auto fused_add_bwd = [](int64_t packs) { return choose<32, 4, 256, false, 2>(packs, true); };
+  for (const auto& pick : {+fused_mul_bwd, +fused_add_bwd}) {
+    for (const auto& [packs, blocks] : {std::pair{int64_t{5000}, 10}, {int64_t{4480}, 10},
+                                        {int64_t{6144}, 12}, {int64_t{5376}, 12}}) {
+      const Choice c = pick(packs);
+      EXPECT_EQ(c.cluster == blocks, KBENCH_WIDE_CLUSTER_PACKS != 0) << packs;
+      if (KBENCH_WIDE_CLUSTER_PACKS) {
+        EXPECT_EQ(c.team, 256) << packs;
+        EXPECT_EQ(c.packs, 2) << packs;
+        EXPECT_TRUE(c.per_warp) << packs;
+      }
+    }
+    EXPECT_NE(pick(5200).cluster, 10);  // past 10 blocks' slots, 85% of 12's
+    EXPECT_NE(pick(5200).cluster, 12);
+  }
 }
 
 // The steps of rows (team_row_of, as staged_rows.cuh's loops take them): every row goes to
