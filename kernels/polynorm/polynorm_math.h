@@ -711,9 +711,9 @@ struct PolynormFwdStaged {
   static constexpr int kBlocksPerSm = kHasMul ? 1 : 2;
   // fused_mul_polynorm's rows that fill 7/8 of 5 blocks of 256-thread teams at 4 packs
   // (35840-40960 bf16) over those 5, not 8 (staged_config.h's with_five_blocks): same run, bf16,
-  // both as grid rows, H200 85.3-85.9% of the copy ceiling against 79.6-80.2 at 839x40000, +5 to
-  // +6 at 36608 and 40960; H100 -0.1 to +0.9. polynorm's rows there take 5 of its 8 packs on 4
-  // blocks (with_cluster_packs).
+  // both as grid rows, H200 85.3-85.9% of the copy ceiling against 79.6-80.2 at 839x40000,
+  // +4.8 to +6.5 at 36608 and 40960; H100 -0.1 to +0.9. polynorm's rows there take 5 of its 8
+  // packs on 4 blocks (with_cluster_packs).
   static constexpr bool kFiveBlocks = kHasMul;
   static constexpr int kRounds = 1;
   static constexpr int kColGrads = 0;

@@ -381,7 +381,9 @@ TEST(StagedConfig, RowsPastEightBlocksOfTeamsOf128GoOverTenOrTwelve) {
 // default), or for every op at 2; else 8 blocks. Ops that fit 5/8 of their 8 packs over several
 // blocks keep that (4 blocks at 5).
 TEST(StagedConfig, RowsThatFillFiveBlocksTakeThemWhereTheOpOptsIn) {
-  if (KBENCH_WIDE_CLUSTER_PACKS) GTEST_SKIP() << "the lab knob's 10 blocks (KBENCH_WIDE_CLUSTER_PACKS)";
+  if (KBENCH_WIDE_CLUSTER_PACKS) {
+    GTEST_SKIP() << "the lab knob's 10 blocks (KBENCH_WIDE_CLUSTER_PACKS)";
+  }
   // fused_mul_polynorm's forward and backward opt in; fused_add_rmsnorm and rmsnorm_bwd do not.
   const auto forward = [](int64_t packs, auto opts_in) {
     return choose<32, 4, KBENCH_CLUSTER_TEAM, true, 4, false, false, false, true, 4, true, false,
@@ -424,7 +426,9 @@ TEST(StagedConfig, RowsThatFillTenOrTwelveBlocksAtTwoPacksTakeThemOnlyWithTheLab
     return choose<32, 4, 128, false, 2, false, false, true, false, 4, false, false, true>(packs,
                                                                                          true);
   };
-  const auto fused_add_bwd = [](int64_t packs) { return choose<32, 4, 256, false, 2>(packs, true); };
+  const auto fused_add_bwd = [](int64_t packs) {
+    return choose<32, 4, 256, false, 2>(packs, true);
+  };
   for (const auto& pick : {+fused_mul_bwd, +fused_add_bwd}) {
     for (const auto& [packs, blocks] : {std::pair{int64_t{5000}, 10}, {int64_t{4480}, 10},
                                         {int64_t{6144}, 12}, {int64_t{5376}, 12}}) {
