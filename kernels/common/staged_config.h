@@ -486,24 +486,28 @@ bool with_five_blocks(int64_t packs, F&& f) {
   return false;
 }
 
-// Lab (KBENCH_WIDE_CLUSTER_PACKS, 0 by default; 1 for scripts/ab-flags.sh): rows past 8 blocks
-// of 256-thread teams at kClusterPacks (the three-tensor backwards at 2: stages of 48 KB, 4
-// deep, so pipelined) that fill 7/8 of 10 or 12 of them take those, as grid rows, the
-// whole-pack path decided per warp; rather than 5 or 8 blocks at the op's 4 packs (2 stages of
-// 96 KB, not pipelined, so hardware clusters): 40000 bf16 is 5000 of 10 blocks' 5120 slots,
-// 49152 all of 12 blocks' 6144. Same run, H100, bf16, % of the copy ceiling, two calls on two
-// machines, at 917x36608 / 839x40000 / 819x40960 / 763x44000 / 683x49152: fused_mul_polynorm_bwd
+// Rows past 8 blocks of 256-thread teams at kClusterPacks (the three-tensor backwards at 2:
+// stages of 48 KB, 4 deep, so pipelined) that fill 7/8 of 10 or 12 of them take those, as grid
+// rows, the whole-pack path decided per warp; rather than 5 or 8 blocks at the op's 4 packs (2
+// stages of 96 KB, not pipelined, so hardware clusters): 40000 bf16 is 5000 of 10 blocks' 5120
+// slots, 49152 all of 12 blocks' 6144. Only where the op opts in (kTenOrTwelveBlocks:
+// fused_mul_polynorm_bwd) with KBENCH_WIDE_CLUSTER_PACKS 1, the default; 0 never, 2 every such op
+// (knobs for scripts/ab-flags.sh). Same run, bf16, % of the copy ceiling, at 917x36608 /
+// 839x40000 / 819x40960 / 763x44000 / 683x49152: H200, three repetitions,
+// fused_mul_polynorm_bwd 72.1-72.4 / 74.5-75.0 / 74.5-74.7 / 72.3-72.5 / 76.4-77.1 against
+// 72.4-72.9 / 73.6-74.1 / 74.1-74.3 / 72.9-73.8 / 71.8-72.1; H100, two calls on two machines,
 // 81.9-82.4 / 83.7-84.0 / 83.9-84.5 / 82.2-82.3 / 85.1-85.3 against 80.0-81.3 (79.4-80.3 at
-// 49152) in one call, -1.4 to +2.1 in the other (where the default read 83.5-85.9);
-// fused_add_rmsnorm_bwd 4.1-10.1 points slower in both. Not measured on the H200, where
-// fused_mul_polynorm_bwd reads 72-73 at 40000-49152 (kernels/rmsnorm/NOTES.md, thirty-third
-// session).
+// 49152) in one, -1.4 to +2.1 in the other (where the default read 83.5-85.9).
+// fused_add_rmsnorm_bwd lost 4.1-10.1 points so on the H100 (kernels/rmsnorm/NOTES.md,
+// thirty-third and thirty-fourth sessions).
 #ifndef KBENCH_WIDE_CLUSTER_PACKS
-#define KBENCH_WIDE_CLUSTER_PACKS 0
+#define KBENCH_WIDE_CLUSTER_PACKS 1
 #endif
-template <int kPacks, class F>
+template <int kPacks, bool kOptedIn, class F>
 bool with_ten_or_twelve_blocks(int64_t packs, F&& f) {
-  if constexpr (KBENCH_WIDE_CLUSTER_PACKS) {
+  constexpr bool kTakes =
+      KBENCH_WIDE_CLUSTER_PACKS == 2 || (KBENCH_WIDE_CLUSTER_PACKS == 1 && kOptedIn);
+  if constexpr (kTakes) {
     constexpr int64_t kTen = int64_t{10} * 256 * kPacks, kTwelve = int64_t{12} * 256 * kPacks;
     if (fills_seven_eighths(packs, kTen)) return f(StagedConfig<256, 10, kPacks, 1, true>{}), true;
     if (fills_seven_eighths(packs, kTwelve)) {
@@ -517,7 +521,7 @@ template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
           int kWidePacks = kPacks, bool kFitClusters = kFit, bool kWidePastEight = false,
-          bool kFiveBlocks = false, class F>
+          bool kFiveBlocks = false, bool kTenOrTwelveBlocks = false, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -550,7 +554,7 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
     }
     return with_staged_config<kWarpSize, kWidePacks, kClusterTeam, kFit, kWidePacks, kHalfTeams,
                               kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks, kFitClusters,
-                              kWidePastEight, kFiveBlocks>(packs, clusters, f);
+                              kWidePastEight, kFiveBlocks, kTenOrTwelveBlocks>(packs, clusters, f);
   } else {
     if constexpr (kWide) {
       // Rows that fill more than 3/4 of a whole-block team's packs (12296-16384 bf16 at 4) and
@@ -580,7 +584,7 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
       const auto fills = [packs](int64_t slots) { return packs <= slots && 4 * packs > 3 * slots; };
       if (!keeps && fills(8 * 256 * kCP)) return f(StagedConfig<256, 8, kCP>{}), true;
       if (!keeps && fills(8 * kBlock * kCP)) return f(StagedConfig<kBlock, 8, kCP>{}), true;
-      if (!keeps && with_ten_or_twelve_blocks<kCP>(packs, f)) return true;  // lab
+      if (!keeps && with_ten_or_twelve_blocks<kCP, kTenOrTwelveBlocks>(packs, f)) return true;
     }
     if (packs <= 2 * kTeam * kPacks) return with_cluster_packs<kTeam, 2, kPacks, kFitClusters>(packs, f), true;
     if (packs <= 4 * kTeam * kPacks) return with_cluster_packs<kTeam, 4, kPacks, kFitClusters>(packs, f), true;

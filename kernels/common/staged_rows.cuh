@@ -68,6 +68,10 @@
 //   kFiveBlocks  (optional)                     true: rows that fill 7/8 of 5 blocks at kPacks
 //                                               over those 5, not 8 (staged_config.h's
 //                                               with_five_blocks)
+//   kTenOrTwelveBlocks  (optional)              true: rows that fill 7/8 of 10 or 12 blocks of
+//                                               256-thread teams at kClusterPacks over those,
+//                                               as grid rows (staged_config.h's
+//                                               with_ten_or_twelve_blocks)
 //   kClusterPacks  (optional)                   packs per thread for rows over 8 blocks that
 //                                               fill more than 3/4 of them (the three-tensor
 //                                               backwards: 2, so 4 stages fit, not 2)
@@ -215,6 +219,12 @@ constexpr bool wide_past_eight() {
 template <class Op>
 constexpr bool five_blocks() {
   return KBENCH_POLICY_OPTION(kFiveBlocks, false);
+}
+// Does Op take rows that fill 7/8 of 10 or 12 blocks at kClusterPacks over those
+// (staged_config.h's with_ten_or_twelve_blocks)? Op::kTenOrTwelveBlocks where it has one.
+template <class Op>
+constexpr bool ten_or_twelve_blocks() {
+  return KBENCH_POLICY_OPTION(kTenOrTwelveBlocks, false);
 }
 
 // Packs per thread for rows over several blocks: Op::kClusterPacks where the op has one, else
@@ -1094,7 +1104,7 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
       with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>(),
                          half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>(),
                          split_rows<Op>(), wide_packs<Op>(), fit_cluster_packs<Op>(),
-                         wide_past_eight<Op>(), five_blocks<Op>()>(
+                         wide_past_eight<Op>(), five_blocks<Op>(), ten_or_twelve_blocks<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kMostStages = C::kCluster > 1 ? kMaxStages : one_block_stages<Op>();

@@ -1169,8 +1169,16 @@ struct PolynormBwdStaged {
   // with_five_blocks). Same run, bf16, % of the copy ceiling: H200 79.2-79.4 / 79.0 / 82.3-82.6
   // against 71.8 / 73.9-74.0 / 78.3-79.3 at 1872x17920 / 1820x18432 / 1638x20480, +0.6 to +1.7
   // at 36608-40960; H100 +1.1 to +2.2 at 18432 / 20480, +1.0 to +3.3 at 36608-40960.
-  // polynorm_bwd's rows there take one block (split rows) or groups of 10 (kWidePastEight).
+  // polynorm_bwd's rows there take one block (split rows) or groups of 10 (kWidePastEight). Its
+  // 256-thread rows (35840-40960) take 10 blocks at 2 packs since (kTenOrTwelveBlocks, below).
   static constexpr bool kFiveBlocks = kHasMul;
+  // fused_mul_polynorm_bwd's rows that fill 7/8 of 10 or 12 blocks of 256-thread teams at 2
+  // packs (35840-40960 and 43008-49152 bf16) over those, as grid rows (4 stages, pipelined),
+  // not 5 or 8 blocks at 4 packs (2 stages; staged_config.h's with_ten_or_twelve_blocks). Same
+  // run, bf16, % of the copy ceiling: H200 76.4-77.1 against 71.8-72.1 at 683x49152, +0.4 to
+  // +1.0 at 40000 / 40960, -0.3 / -1.1 at 36608 / 44000; H100 +0.6 to +5.9 in one call, -1.4 to
+  // +2.1 in another. fused_add_rmsnorm_bwd lost 4-10 so (H100).
+  static constexpr bool kTenOrTwelveBlocks = kHasMul;
   struct Stats {
     BwdRow row;
     float sum_g;

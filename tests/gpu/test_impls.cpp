@@ -37,8 +37,9 @@ struct Collect : Reporter {
 // rows between (layernorm's forward on one block at 5 packs, layernorm_bwd over groups of 5,
 // 8 and 10 blocks, polynorm_bwd over 10, and the forwards over 4 or 8 blocks at 5/8 of their
 // packs, in bf16 each block's slice ending inside a warp: staged_config.h): 9 x 18440,
-// 5 x 24584, 40 x 40000, 3 x 80000; a forward's rows over a cluster at 3/4 of its packs
-// (with_cluster_packs) and both backwards' over 12 blocks: 11 x 49152.
+// 5 x 24584, 40 x 40000 (and fused_mul_polynorm_bwd over 10 blocks at 2 packs), 3 x 80000;
+// a forward's rows over a cluster at 3/4 of its packs (with_cluster_packs) and the backwards'
+// over 12 blocks (layernorm_bwd, polynorm_bwd; fused_mul_polynorm_bwd at 2 packs): 11 x 49152.
 // Rows a warp holds whole (layernorm v5: N <= 1024, a multiple of the pack), full and not:
 // 7 x 1024, 33 x 1000, 65537 x 8.
 std::vector<Shape> edge_shapes() {

@@ -26,12 +26,12 @@ template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CL
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
           int kWidePacks = kThreadPacks, bool kFitClusters = kFit, bool kWidePastEight = false,
-          bool kFiveBlocks = false>
+          bool kFiveBlocks = false, bool kTenOrTwelveBlocks = false>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
   c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks,
                                kHalfTeams, kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks,
-                               kFitClusters, kWidePastEight, kFiveBlocks>(
+                               kFitClusters, kWidePastEight, kFiveBlocks, kTenOrTwelveBlocks>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
@@ -224,7 +224,7 @@ TEST(StagedConfig, ClusterPacksWhereTheRowFillsThem) {
   EXPECT_EQ(k64.packs, 2);
   EXPECT_EQ(stages_of(3, 2), 4);
   EXPECT_EQ(stages_of(3, 4), 2);
-  EXPECT_EQ(choose_3(5000).packs, KBENCH_WIDE_CLUSTER_PACKS ? 2 : 4);  // the lab knob's 10 blocks
+  EXPECT_EQ(choose_3(5000).packs, KBENCH_WIDE_CLUSTER_PACKS == 2 ? 2 : 4);  // 10 blocks where opted in
   EXPECT_EQ(choose_3(3072).packs, 4);  // 3/4 of 4096 exactly
   EXPECT_EQ(choose_3(3073).packs, 2);
   EXPECT_EQ(choose_3(kBlock * kPacks).packs, 4);
@@ -381,8 +381,8 @@ TEST(StagedConfig, RowsPastEightBlocksOfTeamsOf128GoOverTenOrTwelve) {
 // default), or for every op at 2; else 8 blocks. Ops that fit 5/8 of their 8 packs over several
 // blocks keep that (4 blocks at 5).
 TEST(StagedConfig, RowsThatFillFiveBlocksTakeThemWhereTheOpOptsIn) {
-  if (KBENCH_WIDE_CLUSTER_PACKS) {
-    GTEST_SKIP() << "the lab knob's 10 blocks (KBENCH_WIDE_CLUSTER_PACKS)";
+  if (KBENCH_WIDE_CLUSTER_PACKS == 2) {
+    GTEST_SKIP() << "every op's 10 blocks (KBENCH_WIDE_CLUSTER_PACKS=2)";
   }
   // fused_mul_polynorm's forward and backward opt in; fused_add_rmsnorm and rmsnorm_bwd do not.
   const auto forward = [](int64_t packs, auto opts_in) {
@@ -418,30 +418,38 @@ TEST(StagedConfig, RowsThatFillFiveBlocksTakeThemWhereTheOpOptsIn) {
   EXPECT_EQ((choose<32, 8>(5000, true).cluster), 4);  // rmsnorm: 5 of 8 packs on 4 blocks
 }
 
-// KBENCH_WIDE_CLUSTER_PACKS (a lab knob, 0 by default): the three-tensor backwards' rows that
-// fill 7/8 of 10 or 12 blocks of 256-thread teams at 2 packs take those, the whole-pack path per
-// warp; without it, 5 or 8 blocks at 4 packs.
-TEST(StagedConfig, RowsThatFillTenOrTwelveBlocksAtTwoPacksTakeThemOnlyWithTheLabKnob) {
+// The three-tensor backwards' rows that fill 7/8 of 10 or 12 blocks of 256-thread teams at 2
+// packs take those, the whole-pack path per warp, where the op opts in (kTenOrTwelveBlocks:
+// fused_mul_polynorm_bwd, not fused_add_rmsnorm_bwd) and KBENCH_WIDE_CLUSTER_PACKS is 1 (the
+// default), or for both at 2; else 5 or 8 blocks at 4 packs.
+TEST(StagedConfig, RowsThatFillTenOrTwelveBlocksAtTwoPacksTakeThemWhereTheOpOptsIn) {
   const auto fused_mul_bwd = [](int64_t packs) {
-    return choose<32, 4, 128, false, 2, false, false, true, false, 4, false, false, true>(packs,
-                                                                                         true);
+    return choose<32, 4, 128, false, 2, false, false, true, false, 4, false, false, true, true>(
+        packs, true);
   };
   const auto fused_add_bwd = [](int64_t packs) {
     return choose<32, 4, 256, false, 2>(packs, true);
   };
-  for (const auto& pick : {+fused_mul_bwd, +fused_add_bwd}) {
+  for (const bool opts_in : {true, false}) {
+    const auto pick = opts_in ? +fused_mul_bwd : +fused_add_bwd;
+    const bool takes =
+        KBENCH_WIDE_CLUSTER_PACKS == 2 || (KBENCH_WIDE_CLUSTER_PACKS == 1 && opts_in);
     for (const auto& [packs, blocks] : {std::pair{int64_t{5000}, 10}, {int64_t{4480}, 10},
                                         {int64_t{6144}, 12}, {int64_t{5376}, 12}}) {
       const Choice c = pick(packs);
-      EXPECT_EQ(c.cluster == blocks, KBENCH_WIDE_CLUSTER_PACKS != 0) << packs;
-      if (KBENCH_WIDE_CLUSTER_PACKS) {
+      EXPECT_EQ(c.cluster == blocks, takes) << packs;
+      if (takes) {
         EXPECT_EQ(c.team, 256) << packs;
         EXPECT_EQ(c.packs, 2) << packs;
         EXPECT_TRUE(c.per_warp) << packs;
+      } else {
+        EXPECT_EQ(c.packs, 4) << packs;
       }
     }
     EXPECT_NE(pick(5200).cluster, 10);  // past 10 blocks' slots, 85% of 12's
     EXPECT_NE(pick(5200).cluster, 12);
+    EXPECT_EQ(pick(4096).cluster, 8);  // 32768 and 65536 bf16: 8 blocks, as before
+    EXPECT_EQ(pick(8192).cluster, 8);
   }
 }
 
