@@ -473,11 +473,13 @@ bool with_wide_rows(int64_t packs, F&& f) {
 #ifndef KBENCH_CLUSTER_FIVE_BLOCKS
 #define KBENCH_CLUSTER_FIVE_BLOCKS 1
 #endif
+// An opt-in knob's reading for an op: 0 never, 1 where the op opts in, 2 every op it reaches.
+constexpr bool opt_in_takes(int knob, bool op_opts_in) {
+  return knob == 2 || (knob == 1 && op_opts_in);
+}
 template <int kTeam, int kPacks, bool kOptedIn, class F>
 bool with_five_blocks(int64_t packs, F&& f) {
-  constexpr bool kTakes =
-      KBENCH_CLUSTER_FIVE_BLOCKS == 2 || (KBENCH_CLUSTER_FIVE_BLOCKS == 1 && kOptedIn);
-  if constexpr (kTakes) {
+  if constexpr (opt_in_takes(KBENCH_CLUSTER_FIVE_BLOCKS, kOptedIn)) {
     constexpr int64_t kSlots = int64_t{5} * kTeam * kPacks;
     if (fills_seven_eighths(packs, kSlots)) {
       return f(StagedConfig<kTeam, 5, kPacks, 1, true>{}), true;
@@ -505,9 +507,7 @@ bool with_five_blocks(int64_t packs, F&& f) {
 #endif
 template <int kPacks, bool kOptedIn, class F>
 bool with_ten_or_twelve_blocks(int64_t packs, F&& f) {
-  constexpr bool kTakes =
-      KBENCH_WIDE_CLUSTER_PACKS == 2 || (KBENCH_WIDE_CLUSTER_PACKS == 1 && kOptedIn);
-  if constexpr (kTakes) {
+  if constexpr (opt_in_takes(KBENCH_WIDE_CLUSTER_PACKS, kOptedIn)) {
     constexpr int64_t kTen = int64_t{10} * 256 * kPacks, kTwelve = int64_t{12} * 256 * kPacks;
     if (fills_seven_eighths(packs, kTen)) return f(StagedConfig<256, 10, kPacks, 1, true>{}), true;
     if (fills_seven_eighths(packs, kTwelve)) {
