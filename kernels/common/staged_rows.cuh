@@ -65,6 +65,9 @@
 //   kWidePastEight  (optional)                  true: rows past 8 blocks of 128-thread teams
 //                                               (kClusterTeam 128) over 10 or 12 of them, as
 //                                               grid rows (staged_config.h)
+//   kRowInRegs  (optional; forwards)            true: rows one block holds read into registers
+//                                               once, their stage refilled after the row's sums
+//                                               (KBENCH_ROW_IN_REGS)
 //   kFiveBlocks  (optional)                     true: rows that fill 7/8 of 5 blocks at kPacks
 //                                               over those 5, not 8 (staged_config.h's
 //                                               with_five_blocks)
@@ -270,6 +273,21 @@ constexpr bool split_rows() {
   return KBENCH_POLICY_OPTION(kSplitRows, false) && KBENCH_SPLIT_ROWS;
 }
 
+// The instructions that make v are placed before this point (an empty volatile asm reads v,
+// and volatile asms keep their order), so the memory operations after it issue after them.
+template <class V>
+__device__ __forceinline__ void issue_before_here(const V& v) {
+  const float* f = reinterpret_cast<const float*>(&v);
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(float)); ++i) {
+#if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
+    asm volatile("" ::"v"(f[i]));
+#else
+    asm volatile("" ::"f"(f[i]));
+#endif
+  }
+}
+
 // Does Op keep what it holds per column (w) in shared memory, after the stages, rather than in
 // registers, for rows over kCluster blocks? Where the op opts in (kHeldShared) and
 // KBENCH_HELD_SHARED says so: 1 (the default) for rows over several blocks, 0 never, 2 for all
@@ -280,6 +298,22 @@ constexpr bool split_rows() {
 // w as floats (SharedHeld) 1-2.5 slower on the H200 at 1024-12288 bf16.
 #ifndef KBENCH_HELD_SHARED
 #define KBENCH_HELD_SHARED 1
+#endif
+// Rows one block holds read from their stage into registers once, as soon as they land, and
+// the stage refilled with the team's row kStages on once the row's sums are made from those
+// registers, so kStages rows are in flight across the row's reduction and stores rather than
+// kStages - 1 (8-pack rows: 64 KB more per block). 1 (the default): forwards that opt in
+// (kRowInRegs: rmsnorm, polynorm); 2: every forward; 0: never (knobs for scripts/ab-flags.sh).
+// Same run, H100, % of the copy ceiling, three repetitions, every forward against 0, bf16 at
+// 1K-32K: rmsnorm +0.5 to +2.3 (+1.2 to +1.9 in fp16), polynorm +1 to +2.4 at 3072, 4K, 6144,
+// 12288, 20480 and 32K, -0.8 at 16K, within 0.5 elsewhere (fp16 +0.3 to +1.3); but layernorm
+// -0.5 to -1.8 at 3072, 6144, 16K and 20480 (fp16 -5.8 at 5120: 4-20 bytes of spills in its
+// one-block kernels) and fused_mul_polynorm -0.3 to -1.3, so they do not opt in;
+// fused_add_rmsnorm within 0.5. The backwards (2 and 3 staged tensors, column gradients in
+// registers) lost 1-6: polynorm_bwd 83.6 against 87.3 at 8K (kernels/rmsnorm/NOTES.md,
+// thirty-fifth session).
+#ifndef KBENCH_ROW_IN_REGS
+#define KBENCH_ROW_IN_REGS 1
 #endif
 // Ops with kHeldSharedPacks keep it there, too, wherever a thread holds that many packs or
 // more (layernorm's forward: w and b at 8 packs, as registers they would take 64).
@@ -381,6 +415,15 @@ constexpr bool has_row_totals = requires(const typename Op::Stats& s) { Op::row_
 // Is Op a forward (no column gradients, no row totals)?
 template <class Op>
 constexpr bool is_forward = Op::kColGrads == 0 && !has_row_totals<Op>;
+
+// Does Op read rows one block holds into registers once (KBENCH_ROW_IN_REGS)? Forwards with
+// Op::kRowInRegs, by the knob. (A variable, not a function: the kernel reads it.)
+template <class Op>
+constexpr bool row_in_regs() {
+  return KBENCH_POLICY_OPTION(kRowInRegs, false);
+}
+template <class Op>
+constexpr bool kReadsRowsIntoRegs = opt_in_takes(KBENCH_ROW_IN_REGS, row_in_regs<Op>()) && is_forward<Op>;
 
 // Does Op fit the packs of rows over several blocks (staged_config.h's with_cluster_packs)?
 // The forwards that fit their packs; the backwards measured the same or slower so.
@@ -646,6 +689,21 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     }
   };
 
+  // Rows read into registers once (KBENCH_ROW_IN_REGS): only rows one block holds in one stage,
+  // of forwards that do not write back into their stage.
+  constexpr bool kRowInRegs =
+      kReadsRowsIntoRegs<Op> && kCluster == 1 && kSplit == 1 && !restages<Op, Config>;
+  Vec16<T> row_regs[kRowInRegs ? kPacks : 1][S];
+  // Pack k of every staged tensor of the row in `slots` (or in row_regs).
+  const auto row_pack = [&](RowSlots slots, int k, Vec16<T> (&in)[S]) {
+    if constexpr (kRowInRegs) {
+#pragma unroll
+      for (int i = 0; i < S; ++i) in[i] = row_regs[k][i];
+    } else {
+      staged_pack(slots, k, in);
+    }
+  };
+
   // What the thread holds for its columns (w): in registers, or (held_in_shared) after the
   // stages in shared memory, written by team 0 for all teams as 16-byte slots
   // [pack][slot][lane] (conflict-free reads; SharedHeld may take several).
@@ -724,7 +782,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     if (!has_row) return sums;
     for_valid_packs([&](int k) {
       Vec16<T> in[S];
-      staged_pack(slots, k, in);
+      row_pack(slots, k, in);
       if constexpr (kRestages) {
         const Vec16<T> out =
             Op::add_sums_restage(round, sums, in, held(k), stats, p, row, col_of(k));
@@ -747,7 +805,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     }
     for_valid_packs([&](int k) {
       Vec16<T> in[S];
-      staged_pack(slots, k, in);
+      row_pack(slots, k, in);
       if constexpr (kRestages) {
         Op::store_restaged(p, row, col_of(k), in, held(k), stats, acc[k]);
       } else {
@@ -830,8 +888,9 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
 #pragma unroll
     for (int q = 0; q < kStages; ++q) stage_part(team_row(q / kSplit * row_stride), q % kSplit, q);
   } else {
+    constexpr int kAhead = kRowInRegs ? kStages : kStages - 1;
 #pragma unroll
-    for (int j = 0; j < kStages - 1; ++j) stage_row(team_row(j * row_stride), j);
+    for (int j = 0; j < kAhead; ++j) stage_row(team_row(j * row_stride), j);
   }
   int stage = 0;
   const auto next_stage = [](int s) { return s + 1 == kStages ? 0 : s + 1; };
@@ -888,6 +947,25 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       if (has_row) store_row(row, slots, stats, std::integral_constant<int, 1>{});
       stage_ahead(step, 1, next_stage(stage));
       stage = next_stage(next_stage(stage));
+    }
+  } else if constexpr (kRowInRegs) {
+    // Row j read into registers as soon as it lands; its sums made from them, then its stage
+    // refilled with row j + kStages (the sums read every register first: a warp issues in
+    // order, so the reads are done before the copies that overwrite their slots start).
+    for (int64_t step = 0; step < p.rows; step += row_stride) {
+      const int64_t row = team_row(step);
+      const bool has_row = row < p.rows;
+      async_wait<kStages - 1>();  // this thread's copies of `row` have landed
+      const RowSlots slots = row_slots(stage);
+      if (has_row) for_valid_packs([&](int k) { staged_pack(slots, k, row_regs[k]); }, kAllParts);
+      typename Op::Stats stats;
+      const Sums sums = pack_sums(0, slots, row, has_row, stats);
+      issue_before_here(sums);
+      stage_row(team_row(step + kStages * row_stride), stage);
+      Op::finish_round(0, row_sum(sums), stats, p);
+      later_rounds(slots, row, has_row, stats);
+      if (has_row) store_row(row, slots, stats, kAllParts);
+      stage = next_stage(stage);
     }
   } else {
     for (int64_t step = 0; step < p.rows; step += row_stride) {

@@ -694,6 +694,11 @@ struct PolynormFwdStaged {
   // Rows one block holds at most 4 stages deep, not kOneBlockMaxStages (staged_config.h): H100,
   // polynorm at 65536x512 bf16, 87.4-89.2% of the copy ceiling at 6 against 90.6-91.9 at 4.
   static constexpr int kOneBlockStages = staged_rows::kMaxStages;
+  // polynorm's rows one block holds read into registers once, their stage refilled after the
+  // row's sums (staged_rows.cuh's KBENCH_ROW_IN_REGS): H100, bf16, +1 to +2.4% of the copy
+  // ceiling at 3072, 4K, 6144, 12288, 20480 and 32K, -0.8 at 16K; fp16 +0.3 to +1.3.
+  // fused_mul_polynorm measured -0.3 to -1.3.
+  static constexpr bool kRowInRegs = !kHasMul;
   // fused_mul_polynorm's rows of 16385-32768 bf16 on one block, the row over two stages
   // (staged_config.h's kSplitRows), not over several blocks. Same run, % of the copy ceiling,
   // bf16: H100 95.1-95.9 against 92.9-94.4 at 1024x32768, +0.5 at 20480; H200 +4.5 at 20480,
