@@ -68,6 +68,9 @@
 //   kRowInRegs  (optional; forwards)            true: rows one block holds read into registers
 //                                               once, their stage refilled after the row's sums
 //                                               (KBENCH_ROW_IN_REGS)
+//   kPipelinedRowInRegsIn<Config>  (optional; forwards)  true: the same for Config's pipelined
+//                                               rows over several blocks, two rows in registers
+//                                               (KBENCH_PIPELINED_ROW_IN_REGS)
 //   kFiveBlocks  (optional)                     true: rows that fill 7/8 of 5 blocks at kPacks
 //                                               over those 5, not 8 (staged_config.h's
 //                                               with_five_blocks)
@@ -315,6 +318,20 @@ __device__ __forceinline__ void issue_before_here(const V& v) {
 #ifndef KBENCH_ROW_IN_REGS
 #define KBENCH_ROW_IN_REGS 1
 #endif
+// The same for pipelined rows over several blocks: two rows in registers (the one that waits
+// for its sum from the row's other blocks, and the next, whose sum is sent first), and kStages
+// rows in flight across the wait and the stores, not kStages - 2. 1 (the default): forwards in
+// the configurations they opt in for (kPipelinedRowInRegsIn<Config>); 2: every forward; 0:
+// never (knobs for scripts/ab-flags.sh). Same run, H100, bf16, % of the copy ceiling, three
+// repetitions, every forward against 0: layernorm +0.8 / +1.2 / +1.9 at 1024x32768 / 512x65536 /
+// 683x49152 (4 and 3 packs), polynorm +2.1 at 512x65536 (8 packs), rmsnorm +1.8 / +2.4 at
+// 839x40000 / 683x49152 (5 and 6 packs); but with two rows of 8 packs beside w rmsnorm spilled
+// 120-132 bytes (79.1-79.5 against 94.0-94.4 at 64K), layernorm's 5-pack rows 152 (68.5-68.6
+// against 93.5-94.4 at 40000), polynorm's 5-pack rows lost 2 at 40000, and fused_mul_polynorm
+// 0.7-1.7 (kernels/rmsnorm/NOTES.md, thirty-fifth session).
+#ifndef KBENCH_PIPELINED_ROW_IN_REGS
+#define KBENCH_PIPELINED_ROW_IN_REGS 1
+#endif
 // Ops with kHeldSharedPacks keep it there, too, wherever a thread holds that many packs or
 // more (layernorm's forward: w and b at 8 packs, as registers they would take 64).
 template <class Op, class Config>
@@ -424,6 +441,12 @@ constexpr bool row_in_regs() {
 }
 template <class Op>
 constexpr bool kReadsRowsIntoRegs = opt_in_takes(KBENCH_ROW_IN_REGS, row_in_regs<Op>()) && is_forward<Op>;
+// Pipelined rows in Config's configuration too (KBENCH_PIPELINED_ROW_IN_REGS)?
+// Op::kPipelinedRowInRegsIn<Config> where it has one, by the knob; forwards only.
+template <class Op, class Config>
+constexpr bool kReadsPipelinedRowsIntoRegs =
+    opt_in_takes(KBENCH_PIPELINED_ROW_IN_REGS, KBENCH_POLICY_CONFIG_OPTION(kPipelinedRowInRegsIn, false)) &&
+    is_forward<Op>;
 
 // Does Op fit the packs of rows over several blocks (staged_config.h's with_cluster_packs)?
 // The forwards that fit their packs; the backwards measured the same or slower so.
@@ -689,10 +712,14 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     }
   };
 
-  // Rows read into registers once (KBENCH_ROW_IN_REGS): only rows one block holds in one stage,
-  // of forwards that do not write back into their stage.
+  // Rows read into registers once, of forwards that do not write back into their stage: rows
+  // one block holds in one stage (KBENCH_ROW_IN_REGS), pipelined rows over several blocks
+  // (KBENCH_PIPELINED_ROW_IN_REGS; row_regs holds the row that waits for its sum).
+  constexpr bool kPipelinedInRegs =
+      kReadsPipelinedRowsIntoRegs<Op, Config> && kPipelined && kSplit == 1 && !restages<Op, Config>;
   constexpr bool kRowInRegs =
-      kReadsRowsIntoRegs<Op> && kCluster == 1 && kSplit == 1 && !restages<Op, Config>;
+      (kReadsRowsIntoRegs<Op> && kCluster == 1 && kSplit == 1 && !restages<Op, Config>) ||
+      kPipelinedInRegs;
   Vec16<T> row_regs[kRowInRegs ? kPacks : 1][S];
   // Pack k of every staged tensor of the row in `slots` (or in row_regs).
   const auto row_pack = [&](RowSlots slots, int k, Vec16<T> (&in)[S]) {
@@ -895,7 +922,56 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   int stage = 0;
   const auto next_stage = [](int s) { return s + 1 == kStages ? 0 : s + 1; };
   const auto ahead_stage = [](int s) { return s == 0 ? kStages - 1 : s - 1; };  // (s + kStages - 1) % kStages
-  if constexpr (kPipelined) {
+  if constexpr (kPipelinedInRegs) {
+    // As below, each row read into registers (row_regs: row j; next_regs: row j + 1) as soon as
+    // it lands and its stage refilled after its sums, so kStages rows are in flight while row j
+    // waits for its sum and is written, not kStages - 2.
+    const typename Op::Stats no_stats{};
+    const auto first_sums = [&](const Vec16<T> (&regs)[kPacks][S], bool has_row) {
+      Sums sums{};
+      if (has_row) for_valid_packs([&](int k) { Op::add_sums(0, sums, regs[k], held(k), no_stats); }, kAllParts);
+      return sums;
+    };
+    uint32_t row_call = 0;
+    if (p.rows > 0) {
+      async_wait<kStages - 1>();  // the first row
+      const bool has_row = team_row(0) < p.rows;
+      if (has_row) for_valid_packs([&](int k) { staged_pack(row_slots(0), k, row_regs[k]); }, kAllParts);
+      const Sums sums = first_sums(row_regs, has_row);
+      issue_before_here(sums);
+      stage_row(team_row(kStages * row_stride), 0);
+      row_call = send_sum(sums);
+    }
+    for (int64_t step = 0; step < p.rows; step += row_stride) {
+      const int64_t row = team_row(step);
+      const bool has_row = row < p.rows;
+      const int next = next_stage(stage);
+      uint32_t next_call = 0;
+      Vec16<T> next_regs[kPacks][S];
+      if (step + row_stride < p.rows) {
+        async_wait<kStages - 1>();  // this thread's copies of the next step's row have landed
+        const int64_t next_row = team_row(step + row_stride);
+        const bool has_next = next_row < p.rows;
+        if (has_next) for_valid_packs([&](int k) { staged_pack(row_slots(next), k, next_regs[k]); }, kAllParts);
+        const Sums sums = first_sums(next_regs, has_next);
+        issue_before_here(sums);
+        stage_row(team_row(step + (kStages + 1) * row_stride), next);
+        next_call = send_sum(sums);
+      }
+      const RowSlots slots = row_slots(stage);
+      typename Op::Stats stats;
+      Op::finish_round(0, wait_for_row_blocks(row_call), stats, p);
+      later_rounds(slots, row, has_row, stats);
+      if (has_row) store_row(row, slots, stats, kAllParts);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+        for (int i = 0; i < S; ++i) row_regs[k][i] = next_regs[k][i];
+      }
+      row_call = next_call;
+      stage = next;
+    }
+  } else if constexpr (kPipelined) {
     // Row j's first-round sum travels over the cluster while the team sums row j + 1: its sum
     // is sent before row j's is awaited. Row j + 1 must have landed by then, so kStages - 2 rows
     // are in flight rather than kStages - 1.

@@ -475,6 +475,13 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   // (H200) and 2-3 (H100) points slower at 1K-8K in the sweeps.
   static constexpr int kPacks = sizeof(T) == 2 ? KBENCH_LAYERNORM_PACKS : 4;
   static constexpr int kWidePacks = 4;
+  // Pipelined rows over several blocks at up to 4 packs (32K and 64K bf16, 49152 at 3) read into
+  // registers once, their stage refilled after their sums (staged_rows.cuh's
+  // KBENCH_PIPELINED_ROW_IN_REGS): H100, bf16, +0.8 / +1.2 / +1.9 at 1024x32768 / 512x65536 /
+  // 683x49152. Its 5-pack rows (40000) spilled 152 bytes so and read 68.5 against 93.5-94.4; its
+  // rows one block holds lost up to 1.8 read into registers (KBENCH_ROW_IN_REGS), so not those.
+  template <class Config>
+  static constexpr bool kPipelinedRowInRegsIn = Config::kPacks <= 4;
   static constexpr int kHeldSharedPacks = 6;
   // Fitted packs: 5120 bf16 on a team of 128 at 5 packs per thread (staged_config.h's
   // kHalfTeams), every slot used. Same run, bf16, % of the copy ceiling, three repetitions: H100

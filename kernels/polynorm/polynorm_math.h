@@ -699,6 +699,10 @@ struct PolynormFwdStaged {
   // ceiling at 3072, 4K, 6144, 12288, 20480 and 32K, -0.8 at 16K; fp16 +0.3 to +1.3.
   // fused_mul_polynorm measured -0.3 to -1.3.
   static constexpr bool kRowInRegs = !kHasMul;
+  // And polynorm's pipelined rows over several blocks at 8 packs (64K bf16): H100 +2.1 at
+  // 512x65536; at 5 of 8 packs -2 at 839x40000, 6 of 8 within 1. fused_mul_polynorm lost 0.7-1.7.
+  template <class Config>
+  static constexpr bool kPipelinedRowInRegsIn = !kHasMul && Config::kPacks == kPacks;
   // fused_mul_polynorm's rows of 16385-32768 bf16 on one block, the row over two stages
   // (staged_config.h's kSplitRows), not over several blocks. Same run, % of the copy ceiling,
   // bf16: H100 95.1-95.9 against 92.9-94.4 at 1024x32768, +0.5 at 20480; H200 +4.5 at 20480,
