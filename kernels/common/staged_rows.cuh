@@ -67,7 +67,8 @@
 //                                               grid rows (staged_config.h)
 //   kRowInRegs  (optional; forwards)            true: rows one block holds read into registers
 //                                               once, their stage refilled after the row's sums
-//                                               (KBENCH_ROW_IN_REGS)
+//                                               (KBENCH_ROW_IN_REGS); or per configuration:
+//                                               kRowInRegsIn<Config>
 //   kPipelinedRowInRegsIn<Config>  (optional; forwards)  true: the same for Config's pipelined
 //                                               rows over several blocks, two rows in registers
 //                                               (KBENCH_PIPELINED_ROW_IN_REGS)
@@ -306,12 +307,13 @@ __device__ __forceinline__ void issue_before_here(const V& v) {
 // the stage refilled with the team's row kStages on once the row's sums are made from those
 // registers, so kStages rows are in flight across the row's reduction and stores rather than
 // kStages - 1 (8-pack rows: 64 KB more per block). 1 (the default): forwards that opt in
-// (kRowInRegs: rmsnorm, polynorm); 2: every forward; 0: never (knobs for scripts/ab-flags.sh).
+// (kRowInRegs: rmsnorm, polynorm; kRowInRegsIn<Config>: layernorm's 16-bit rows on teams of up
+// to 128 threads at 4 or 8 packs); 2: every forward; 0: never (knobs for scripts/ab-flags.sh).
 // Same run, H100, % of the copy ceiling, three repetitions, every forward against 0, bf16 at
 // 1K-32K: rmsnorm +0.5 to +2.3 (+1.2 to +1.9 in fp16), polynorm +1 to +2.4 at 3072, 4K, 6144,
-// 12288, 20480 and 32K, -0.8 at 16K, within 0.5 elsewhere (fp16 +0.3 to +1.3); but layernorm
-// -0.5 to -1.8 at 3072, 6144, 16K and 20480 (fp16 -5.8 at 5120: 4-20 bytes of spills in its
-// one-block kernels) and fused_mul_polynorm -0.3 to -1.3, so they do not opt in;
+// 12288, 20480 and 32K, -0.8 at 16K, within 0.5 elsewhere (fp16 +0.3 to +1.3); layernorm +0.5
+// to +1.1 at 1K-8K but -0.5 to -1.8 at 3072, 6144, 16K and 20480 (fp16 -5.8 at 5120: 4-20 bytes
+// of spills in those kernels); fused_mul_polynorm -0.3 to -1.3, so it does not opt in;
 // fused_add_rmsnorm within 0.5. The backwards (2 and 3 staged tensors, column gradients in
 // registers) lost 1-6: polynorm_bwd 83.6 against 87.3 at 8K (kernels/rmsnorm/NOTES.md,
 // thirty-fifth session).
@@ -433,14 +435,17 @@ constexpr bool has_row_totals = requires(const typename Op::Stats& s) { Op::row_
 template <class Op>
 constexpr bool is_forward = Op::kColGrads == 0 && !has_row_totals<Op>;
 
-// Does Op read rows one block holds into registers once (KBENCH_ROW_IN_REGS)? Forwards with
-// Op::kRowInRegs, by the knob. (A variable, not a function: the kernel reads it.)
+// Does Op read Config's rows one block holds into registers once (KBENCH_ROW_IN_REGS)? Forwards
+// with Op::kRowInRegsIn<Config>, else Op::kRowInRegs, by the knob. (A variable, not a function:
+// the kernel reads it.)
 template <class Op>
 constexpr bool row_in_regs() {
   return KBENCH_POLICY_OPTION(kRowInRegs, false);
 }
-template <class Op>
-constexpr bool kReadsRowsIntoRegs = opt_in_takes(KBENCH_ROW_IN_REGS, row_in_regs<Op>()) && is_forward<Op>;
+template <class Op, class Config>
+constexpr bool kReadsRowsIntoRegs =
+    opt_in_takes(KBENCH_ROW_IN_REGS, KBENCH_POLICY_CONFIG_OPTION(kRowInRegsIn, row_in_regs<Op>())) &&
+    is_forward<Op>;
 // Pipelined rows in Config's configuration too (KBENCH_PIPELINED_ROW_IN_REGS)?
 // Op::kPipelinedRowInRegsIn<Config> where it has one, by the knob; forwards only.
 template <class Op, class Config>
@@ -718,7 +723,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   constexpr bool kPipelinedInRegs =
       kReadsPipelinedRowsIntoRegs<Op, Config> && kPipelined && kSplit == 1 && !restages<Op, Config>;
   constexpr bool kRowInRegs =
-      (kReadsRowsIntoRegs<Op> && kCluster == 1 && kSplit == 1 && !restages<Op, Config>) ||
+      (kReadsRowsIntoRegs<Op, Config> && kCluster == 1 && kSplit == 1 && !restages<Op, Config>) ||
       kPipelinedInRegs;
   Vec16<T> row_regs[kRowInRegs ? kPacks : 1][S];
   // Pack k of every staged tensor of the row in `slots` (or in row_regs).

@@ -482,6 +482,14 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   // rows one block holds lost up to 1.8 read into registers (KBENCH_ROW_IN_REGS), so not those.
   template <class Config>
   static constexpr bool kPipelinedRowInRegsIn = Config::kPacks <= 4;
+  // Its 16-bit rows one block holds read into registers once where teams of up to 128 threads
+  // hold them at 8 or 4 packs (staged_rows.cuh's KBENCH_ROW_IN_REGS). Same run, H100, against
+  // not: bf16 +0.3 / +0.3 / +0.8 / +0.8 at 1K / 2K / 4K / 8K (three repetitions), fp16 +0.6 /
+  // +1.7 / +1.8 / +1.2 (two); 256-thread teams at 8 packs (16K), 6 and 5 packs lost 0.5-1.8
+  // (fp16 -5.8 at 5120, 4-20 bytes of spills).
+  template <class Config>
+  static constexpr bool kRowInRegsIn =
+      sizeof(T) == 2 && Config::kTeam <= 128 && (Config::kPacks == 8 || Config::kPacks == 4);
   static constexpr int kHeldSharedPacks = 6;
   // Fitted packs: 5120 bf16 on a team of 128 at 5 packs per thread (staged_config.h's
   // kHalfTeams), every slot used. Same run, bf16, % of the copy ceiling, three repetitions: H100
