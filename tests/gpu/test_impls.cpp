@@ -40,6 +40,10 @@ struct Collect : Reporter {
 // 5 x 24584, 40 x 40000 (and fused_mul_polynorm_bwd over 10 blocks at 2 packs), 3 x 80000;
 // a forward's rows over a cluster at 3/4 of its packs (with_cluster_packs) and the backwards'
 // over 12 blocks (layernorm_bwd, polynorm_bwd; fused_mul_polynorm_bwd at 2 packs): 11 x 49152.
+// Pipelined rows over several blocks read into registers two at a time (staged_rows.cuh's
+// KBENCH_PIPELINED_ROW_IN_REGS), with more rows than a step holds, so each team passes its
+// registers on from row to row: 130 x 32768 (layernorm over 4 blocks), 125 x 40000 (rmsnorm's
+// 5/8 rows over 4 blocks); 70 x 65536 does polynorm's.
 // Rows a warp holds whole (layernorm v5: N <= 1024, a multiple of the pack), full and not:
 // 7 x 1024, 33 x 1000, 65537 x 8.
 std::vector<Shape> edge_shapes() {
@@ -52,8 +56,8 @@ std::vector<Shape> edge_shapes() {
   shapes.push_back({3, 131072});
   for (Shape s : {Shape{2000, 1032}, Shape{64, 5128}, Shape{7, 8200}, Shape{300, 16392},
                   Shape{70, 65536}, Shape{9, 18440}, Shape{5, 24584}, Shape{40, 40000},
-                  Shape{3, 80000}, Shape{11, 49152}, Shape{7, 1024}, Shape{33, 1000},
-                  Shape{65537, 8}}) {
+                  Shape{3, 80000}, Shape{11, 49152}, Shape{130, 32768}, Shape{125, 40000},
+                  Shape{7, 1024}, Shape{33, 1000}, Shape{65537, 8}}) {
     shapes.push_back(s);
   }
   return shapes;
