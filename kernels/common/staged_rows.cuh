@@ -735,6 +735,10 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       staged_pack(slots, k, in);
     }
   };
+  // The packs of the row in `slots` read into `regs` (row_regs or a next row's), once.
+  const auto read_row = [&](RowSlots slots, auto& regs) {
+    for_valid_packs([&](int k) { staged_pack(slots, k, regs[k]); }, kAllParts);
+  };
 
   // What the thread holds for its columns (w): in registers, or (held_in_shared) after the
   // stages in shared memory, written by team 0 for all teams as 16-byte slots
@@ -941,7 +945,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     if (p.rows > 0) {
       async_wait<kStages - 1>();  // the first row
       const bool has_row = team_row(0) < p.rows;
-      if (has_row) for_valid_packs([&](int k) { staged_pack(row_slots(0), k, row_regs[k]); }, kAllParts);
+      if (has_row) read_row(row_slots(0), row_regs);
       const Sums sums = first_sums(row_regs, has_row);
       issue_before_here(sums);
       stage_row(team_row(kStages * row_stride), 0);
@@ -957,7 +961,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
         async_wait<kStages - 1>();  // this thread's copies of the next step's row have landed
         const int64_t next_row = team_row(step + row_stride);
         const bool has_next = next_row < p.rows;
-        if (has_next) for_valid_packs([&](int k) { staged_pack(row_slots(next), k, next_regs[k]); }, kAllParts);
+        if (has_next) read_row(row_slots(next), next_regs);
         const Sums sums = first_sums(next_regs, has_next);
         issue_before_here(sums);
         stage_row(team_row(step + (kStages + 1) * row_stride), next);
@@ -1038,7 +1042,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       const bool has_row = row < p.rows;
       async_wait<kStages - 1>();  // this thread's copies of `row` have landed
       const RowSlots slots = row_slots(stage);
-      if (has_row) for_valid_packs([&](int k) { staged_pack(slots, k, row_regs[k]); }, kAllParts);
+      if (has_row) read_row(slots, row_regs);
       typename Op::Stats stats;
       const Sums sums = pack_sums(0, slots, row, has_row, stats);
       issue_before_here(sums);
