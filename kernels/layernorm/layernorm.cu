@@ -426,10 +426,13 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 #define KBENCH_LAYERNORM_SPLIT_HELD 1
 #endif
 // fp16 splits too at 8 packs in teams of at least this many threads (256, the default: 16384
-// fp16, whose kernel spills 24 bytes so but gets 3 stages of 64 KB beside b, not 2 beside w and
-// b; 1024: never, a knob for scripts/ab-flags.sh). Same run, fp16, % of the copy ceiling, three
-// repetitions, at 2048x16384: H200 88.2-88.5 against 86.4-86.8; H100 93.6-93.9 against 92.6-94.4
-// (kernels/rmsnorm/NOTES.md, twenty-ninth session).
+// fp16, which gets 3 stages of 64 KB beside b, not 2 beside w and b; 1024: never, a knob for
+// scripts/ab-flags.sh). Same run, fp16, % of the copy ceiling, three repetitions, at 2048x16384:
+// H200 88.2-88.5 against 86.4-86.8; H100 93.6-93.9 against 92.6-94.4, when that kernel still
+// spilled 24 bytes (twenty-ninth session); with w kept packed (staged_rows.cuh's
+// KBENCH_KEEP_SPLIT_PACKED) it spills nothing. Every team at 8 packs (32) measured -1.2 / -0.3 /
+// -0.3 at 2K / 4K / 8K fp16 on the H100 (three repetitions; thirty-sixth session,
+// kernels/rmsnorm/NOTES.md).
 #ifndef KBENCH_LAYERNORM_FP16_SPLIT_TEAM
 #define KBENCH_LAYERNORM_FP16_SPLIT_TEAM 256
 #endif
