@@ -343,7 +343,10 @@ __device__ __forceinline__ void issue_before_here(const V& v) {
 // 839x40000 / 683x49152 (5 and 6 packs); but with two rows of 8 packs beside w rmsnorm spilled
 // 120-132 bytes (79.1-79.5 against 94.0-94.4 at 64K), layernorm's 5-pack rows 152 (68.5-68.6
 // against 93.5-94.4 at 40000), polynorm's 5-pack rows lost 2 at 40000, and fused_mul_polynorm
-// 0.7-1.7 (kernels/rmsnorm/NOTES.md, thirty-fifth session).
+// 0.7-1.7 (kernels/rmsnorm/NOTES.md, thirty-fifth session). With w kept packed beside 8-pack rows
+// (held, below) rmsnorm spills 8 bytes there and gains +3.1 (bf16) / +4.2 (fp16) at 64K
+// (thirty-sixth session). The backwards' pipelined rows read into registers lost 1-3.5 at
+// 40000-64K on the H100 (polynorm_bwd, fused_mul_polynorm_bwd; the others spill): forwards only.
 #ifndef KBENCH_PIPELINED_ROW_IN_REGS
 #define KBENCH_PIPELINED_ROW_IN_REGS 1
 #endif
@@ -782,9 +785,13 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       } else {
         return h;
       }
-    } else if constexpr (kSplit > 1 && std::is_same_v<Held, Vec16<T>>) {
-      // Split rows hold twice the op's packs of w: converted at each use, not once into floats
-      // across rows (ptxas: 128 registers and spills so in rmsnorm's forward at 16 packs).
+    } else if constexpr ((kSplit > 1 || (kPipelinedInRegs && kPacks >= 8 && sizeof(T) == 2)) &&
+                         std::is_same_v<Held, Vec16<T>>) {
+      // Split rows hold twice the op's packs of w, and 8-pack pipelined rows read into registers
+      // two rows beside it: w converted at each use, not once into floats across rows (ptxas:
+      // 128 registers and spills so in rmsnorm's forward at 16 packs; 120-132 bytes of spills in
+      // its pipelined 8-pack rows, 8 so). At 5 and 6 packs (8 bytes of spills or none) it read
+      // 0.3-0.6 slower on the H100.
       keep_packed(held_regs[k]);
       return static_cast<const Held&>(held_regs[k]);
     } else {

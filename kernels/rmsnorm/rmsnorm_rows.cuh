@@ -276,11 +276,14 @@ struct RmsnormFwdStaged {
   // (staged_rows.cuh's KBENCH_ROW_IN_REGS): H100, bf16, +0.5 to +2.3% of the copy ceiling at
   // 2K-32K (101.6 against 99.0 at 2048x16384), fp16 +1.2 to +1.9.
   static constexpr bool kRowInRegs = true;
-  // And pipelined rows over several blocks at up to 6 packs (two rows in registers beside w):
-  // H100, bf16, +1.8 / +2.4 at 839x40000 / 683x49152; at 8 packs (64K) they spilled 120-132 bytes
-  // and read 79 against 94.
+  // And pipelined rows over several blocks (two rows in registers beside w): H100, bf16, +1.8 /
+  // +2.4 at 839x40000 / 683x49152. At 8 packs (64K) they spilled 120-132 bytes and read 79
+  // against 94 until w stayed packed beside them (staged_rows.cuh's held): 8 bytes so. Same
+  // run, H100, at 512x65536: bf16 96.4-98.0 against 94.1-94.6, fp16 97.9-98.4 against 93.2-94.6
+  // (thirty-sixth session, kernels/rmsnorm/NOTES.md).
+  // fp32's 8-pack rows (no packed w to keep) would spill 8-28 bytes: not those.
   template <class Config>
-  static constexpr bool kPipelinedRowInRegsIn = Config::kPacks <= 6;
+  static constexpr bool kPipelinedRowInRegsIn = Config::kPacks <= 6 || sizeof(T) == 2;
   static constexpr int kRounds = 1;    // sum x^2 (in .x)
   static constexpr int kColGrads = 0;  // none
   struct Stats {
