@@ -317,19 +317,6 @@ __device__ __forceinline__ void issue_before_here(const V& v) {
 // fused_add_rmsnorm within 0.5. The backwards (2 and 3 staged tensors, column gradients in
 // registers) lost 1-6: polynorm_bwd 83.6 against 87.3 at 8K (kernels/rmsnorm/NOTES.md,
 // thirty-fifth session).
-// Where an op splits what it holds (splits_held: layernorm's w in registers, b in shared
-// memory), the packs in registers stay packed and are converted at each use. Left alone, the
-// compiler converted some of w's packs to floats once, out of the row loop, which takes
-// registers: layernorm's fp16 16K kernel (8 packs on 256-thread teams) then spilled 24 bytes
-// (128 registers; 119 and no spills so) and ncu read its warps stalled 4.4 cycles per
-// instruction on local memory, where bf16's read nothing of the kind. Same run, H100, % of the
-// copy ceiling, five repetitions, against 0: fp16 95.2 against 93.4 at 2048x16384 and 93.6
-// against 90.6 at 4096x16384; bf16 there +0.4 / -0.4, the 6-pack rows (3072, 6144, 12288) within
-// 0.3 in both dtypes (kernels/rmsnorm/NOTES.md, thirty-sixth session). 0: a knob for
-// scripts/ab-flags.sh.
-#ifndef KBENCH_KEEP_SPLIT_PACKED
-#define KBENCH_KEEP_SPLIT_PACKED 1
-#endif
 #ifndef KBENCH_ROW_IN_REGS
 #define KBENCH_ROW_IN_REGS 1
 #endif
@@ -349,6 +336,19 @@ __device__ __forceinline__ void issue_before_here(const V& v) {
 // 40000-64K on the H100 (polynorm_bwd, fused_mul_polynorm_bwd; the others spill): forwards only.
 #ifndef KBENCH_PIPELINED_ROW_IN_REGS
 #define KBENCH_PIPELINED_ROW_IN_REGS 1
+#endif
+// Where an op splits what it holds (splits_held: layernorm's w in registers, b in shared
+// memory), the packs in registers stay packed and are converted at each use. Left alone, the
+// compiler converted some of w's packs to floats once, out of the row loop, which takes
+// registers: layernorm's fp16 16K kernel (8 packs on 256-thread teams) then spilled 24 bytes
+// (128 registers; 119 and no spills so) and ncu read its warps stalled 4.4 cycles per
+// instruction on local memory, where bf16's read nothing of the kind. Same run, H100, % of the
+// copy ceiling, five repetitions, against 0: fp16 95.2 against 93.4 at 2048x16384 and 93.6
+// against 90.6 at 4096x16384; bf16 there +0.4 / -0.4, the 6-pack rows (3072, 6144, 12288) within
+// 0.3 in both dtypes (kernels/rmsnorm/NOTES.md, thirty-sixth session). 0: a knob for
+// scripts/ab-flags.sh.
+#ifndef KBENCH_KEEP_SPLIT_PACKED
+#define KBENCH_KEEP_SPLIT_PACKED 1
 #endif
 // Ops with kHeldSharedPacks keep it there, too, wherever a thread holds that many packs or
 // more (layernorm's forward: w and b at 8 packs, as registers they would take 64).
