@@ -8,6 +8,7 @@
 #include "harness/device.h"
 #include "harness/errors.h"
 #include "harness/output.h"
+#include "kernels/common/memory_class.h"
 
 namespace kbench::app {
 namespace {
@@ -29,7 +30,10 @@ void print_text(const DeviceInfo& d, const std::optional<Ceiling>& c) {
             << fixed(d.memory_bytes / 1e9) << " GB, driver " << d.driver << ", " << d.runtime << ")\n"
             << "    peak bandwidth " << fixed(d.peak_gbps, 0) << " GB/s (" << d.peak_source << ")";
   if (d.peak_bf16_tflops > 0) std::cout << ", bf16 " << fixed(d.peak_bf16_tflops, 0) << " TFLOP/s (datasheet)";
-  std::cout << "\n";
+  std::cout << "\n    memory " << fixed(d.memory_bytes_per_sm_clock) << " B per SM clock ("
+            << fixed(d.memory_clock_khz / 1e3, 0) << " MHz x " << d.bus_width_bits << " bits): "
+            << (is_fast_memory(d.memory_bytes_per_sm_clock) ? "" : "not ")
+            << "fast memory for the forwards' policies\n";
   if (c)
     std::cout << "    measured copy " << fixed(c->copy_gbps, 0) << " GB/s ("
               << fixed(100 * c->copy_gbps / d.peak_gbps) << "% of peak)"
@@ -48,7 +52,9 @@ std::string json_object(const DeviceInfo& d, const std::optional<Ceiling>& c) {
                     ", \"memory_bytes\": " + std::to_string(d.memory_bytes) +
                     ", \"driver\": " + q(d.driver) + ", \"runtime\": " + q(d.runtime) +
                     ", \"peak_gbps\": " + fixed(d.peak_gbps) + ", \"peak_source\": " + q(d.peak_source) +
-                    ", \"peak_bf16_tflops\": " + fixed(d.peak_bf16_tflops);
+                    ", \"peak_bf16_tflops\": " + fixed(d.peak_bf16_tflops) +
+                    ", \"memory_bytes_per_sm_clock\": " + fixed(d.memory_bytes_per_sm_clock) +
+                    ", \"fast_memory\": " + (is_fast_memory(d.memory_bytes_per_sm_clock) ? "true" : "false");
   if (c)
     out += ", \"ceiling_copy_gbps\": " + fixed(c->copy_gbps) +
            ", \"ceiling_gemm_bf16_tflops\": " + fixed(c->gemm_bf16_tflops) +

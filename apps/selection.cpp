@@ -6,6 +6,7 @@
 #include "harness/device.h"
 #include "harness/errors.h"
 #include "harness/shape.h"
+#include "kernels/common/memory_class.h"
 
 namespace kbench::app {
 namespace {
@@ -74,6 +75,7 @@ void resolve_selection(const Selection& s, RunOptions& out) {
   out.seed = s.seed;
   out.values = parse_input_values(s.values);
   out.verbose = s.verbose;
+  (void)fast_memory_override();  // a bad KBENCH_FAST_MEMORY is exit 2 here too, before any GPU call
 }
 
 void validate_device_syntax(const std::string& text) {

@@ -5,6 +5,7 @@
 #include "harness/errors.h"
 #include "harness/nvml.h"
 #include "kernels/common/compat.h"
+#include "kernels/common/memory_class.h"
 
 namespace kbench {
 namespace {
@@ -77,6 +78,8 @@ DeviceInfo query_device(int index) {
   info.sm_clock_khz = attribute(index, gpuDevAttrClockRate);
   info.memory_clock_khz = attribute(index, gpuDevAttrMemoryClockRate);
   info.bus_width_bits = prop.memoryBusWidth;
+  info.memory_bytes_per_sm_clock = memory_bytes_per_sm_clock(info.memory_clock_khz, info.bus_width_bits,
+                                                             info.sm_clock_khz, info.sm_count);
 
   int driver = 0, runtime = 0;
   (void)gpuDriverGetVersion(&driver);

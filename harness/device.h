@@ -20,6 +20,9 @@ struct DeviceInfo {
   int sm_clock_khz = 0;      // peak
   int memory_clock_khz = 0;  // peak
   int bus_width_bits = 0;
+  // Peak memory bytes per SM clock, which picks the forwards' policies (kernels/common/
+  // memory_class.h: fast memory from 16).
+  double memory_bytes_per_sm_clock = 0;
   std::string driver;   // "580.159.04" (NVML) or the driver API version
   std::string runtime;  // "CUDA 13.0" / "HIP 5.2"
   double peak_gbps = 0;         // datasheet memory bandwidth

@@ -18,6 +18,7 @@
 #include "harness/inputs.h"
 #include "harness/metrics.h"
 #include "harness/version.h"
+#include "kernels/common/memory_class.h"
 
 namespace kbench {
 namespace {
@@ -88,6 +89,10 @@ class SweepRunner {
       : options_(options), reporter_(reporter) {}
 
   RunSummary run() {
+    // Rows measured with the forwards' memory policies forced (kernels/common/memory_class.h)
+    // say so; a bad value stops the run before any point.
+    if (const std::optional<bool> forced = fast_memory_override())
+      forced_memory_note_ = std::string("KBENCH_FAST_MEMORY=") + (*forced ? "1" : "0");
     for (int index : options_.devices) run_device(index);
     return summary_;
   }
@@ -177,6 +182,8 @@ class SweepRunner {
     r.l2 = options_.timing.cold_l2 ? "cold" : "hot";
     if (options_.values != InputValues::normal)
       r.note = std::string("values=") + input_values_name(options_.values);
+    if (!forced_memory_note_.empty())
+      r.note += (r.note.empty() ? "" : "; ") + forced_memory_note_;
     for (double* f : {&r.median_us, &r.mean_us, &r.min_us, &r.p10_us, &r.p90_us, &r.stddev_us,
                       &r.noise_pct, &r.sm_clock_mhz, &r.gbps, &r.tflops, &r.peak_pct,
                       &r.ceiling_pct, &r.max_abs_err, &r.max_rel_err, &r.rel_l2_err})
@@ -380,6 +387,7 @@ class SweepRunner {
   Reporter& reporter_;
   RunSummary summary_;
   DeviceSession* device_ = nullptr;
+  std::string forced_memory_note_;  // "KBENCH_FAST_MEMORY=1" where the environment forces it
   DeviceBuffer slowdown_buffer_;
 };
 

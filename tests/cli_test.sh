@@ -53,6 +53,8 @@ expect 2 "give ops or --all" run rmsnorm --all
 expect 2 "bad --device" calibrate --device -3
 expect 2 "/nonexistent/base.csv" run rmsnorm --baseline /nonexistent/base.csv
 expect 2 "bad --inject-slowdown 'v1_naive'" run rmsnorm --inject-slowdown v1_naive
+KBENCH_FAST_MEMORY=yes expect 2 "bad KBENCH_FAST_MEMORY 'yes' (1 or 0" run rmsnorm
+KBENCH_FAST_MEMORY=2 expect 2 "bad KBENCH_FAST_MEMORY '2'" check rmsnorm
 
 # kbench compare needs no GPU: 0 when nothing regressed, 1 on a regression or a failed check,
 # 2 on bad input. The CSVs carry the full kbench header (csv_columns() in harness/result.cpp).

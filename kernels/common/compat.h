@@ -26,6 +26,8 @@ inline constexpr gpuError_t gpuErrorMemoryAllocation = hipErrorOutOfMemory;
 #define gpuDeviceGetAttribute hipDeviceGetAttribute
 #define gpuDevAttrMemoryClockRate hipDeviceAttributeMemoryClockRate
 #define gpuDevAttrClockRate hipDeviceAttributeClockRate
+#define gpuDevAttrGlobalMemoryBusWidth hipDeviceAttributeMemoryBusWidth
+#define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define gpuDriverGetVersion hipDriverGetVersion
 #define gpuRuntimeGetVersion hipRuntimeGetVersion
 #define gpuMalloc hipMalloc
@@ -74,6 +76,8 @@ inline constexpr gpuError_t gpuErrorMemoryAllocation = cudaErrorMemoryAllocation
 #define gpuDeviceGetAttribute cudaDeviceGetAttribute
 #define gpuDevAttrMemoryClockRate cudaDevAttrMemoryClockRate
 #define gpuDevAttrClockRate cudaDevAttrClockRate
+#define gpuDevAttrGlobalMemoryBusWidth cudaDevAttrGlobalMemoryBusWidth
+#define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
 #define gpuDriverGetVersion cudaDriverGetVersion
 #define gpuRuntimeGetVersion cudaRuntimeGetVersion
 #define gpuMalloc cudaMalloc

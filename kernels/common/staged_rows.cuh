@@ -147,6 +147,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 
 #include "harness/registry.h"
 #include "kernels/common/async_copy.h"
@@ -154,6 +155,7 @@
 #include "kernels/common/compat.h"
 #include "kernels/common/grid_sums.h"
 #include "kernels/common/launch.h"
+#include "kernels/common/memory_class.h"
 #include "kernels/common/partials.h"
 #include "kernels/common/reduce.h"
 #include "kernels/common/row_layout.h"
@@ -1195,6 +1197,22 @@ inline DeviceLimits device_limits() {
     return (int64_t{shared} << 1 | (KBENCH_HAS_CLUSTERS && major >= 9 ? 1 : 0)) + 1;
   });
   return DeviceLimits{((packed - 1) & 1) != 0, static_cast<size_t>((packed - 1) >> 1)};
+}
+
+// Does this GPU take the forwards' policies for fast memory (memory_class.h: 16 bytes per SM
+// clock or more, or KBENCH_FAST_MEMORY)? The ops that differ launch launch_staged with one
+// policy or the other (rmsnorm, layernorm, polynorm: their kFastMemory).
+inline bool fast_memory() {
+  if (const std::optional<bool> forced = fast_memory_override()) return *forced;
+  static std::atomic<int64_t> cache[64];  // 2: fast, 1: not (0: not asked yet)
+  return once_per_device(cache, [](int device) -> int64_t {
+    int memory_khz = 0, bus_bits = 0, sm_khz = 0, sms = 0;
+    KB_GPU_CHECK(gpuDeviceGetAttribute(&memory_khz, gpuDevAttrMemoryClockRate, device));
+    KB_GPU_CHECK(gpuDeviceGetAttribute(&bus_bits, gpuDevAttrGlobalMemoryBusWidth, device));
+    KB_GPU_CHECK(gpuDeviceGetAttribute(&sm_khz, gpuDevAttrClockRate, device));
+    KB_GPU_CHECK(gpuDeviceGetAttribute(&sms, gpuDevAttrMultiProcessorCount, device));
+    return is_fast_memory(memory_bytes_per_sm_clock(memory_khz, bus_bits, sm_khz, sms)) ? 2 : 1;
+  }) == 2;
 }
 
 // Forwards: rows of `packs` packs go to Op's staged kernels, clusters included

@@ -451,7 +451,9 @@ struct LayernormSplitHeld<T, true> {
   }
 };
 
-template <class T>
+// kFastMemory: the policy for GPUs with fast memory (staged_rows.cuh's fast_memory: the H200),
+// rows left in shared memory.
+template <class T, bool kFastMemory = false>
 struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   using Type = T;
   using Params = FwdParams<T>;
@@ -483,16 +485,20 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   // KBENCH_PIPELINED_ROW_IN_REGS): H100, bf16, +0.8 / +1.2 / +1.9 at 1024x32768 / 512x65536 /
   // 683x49152. Its 5-pack rows (40000) spilled 152 bytes so and read 68.5 against 93.5-94.4; its
   // rows one block holds lost up to 1.8 read into registers (KBENCH_ROW_IN_REGS), so not those.
+  // With fast memory only at 3 packs: H200, bf16, two repetitions, KBENCH_FAST_MEMORY 1 against
+  // 0, +1.2 / +1.3 at 32K / 64K without at 4 packs, but -2.6 / -0.9 at 45056 / 49152 (3 packs).
   template <class Config>
-  static constexpr bool kPipelinedRowInRegsIn = Config::kPacks <= 4;
+  static constexpr bool kPipelinedRowInRegsIn = Config::kPacks <= (kFastMemory ? 3 : 4);
   // Its 16-bit rows one block holds read into registers once where teams of up to 128 threads
   // hold them at 8 or 4 packs (staged_rows.cuh's KBENCH_ROW_IN_REGS). Same run, H100, against
   // not: bf16 +0.3 / +0.3 / +0.8 / +0.8 at 1K / 2K / 4K / 8K (three repetitions), fp16 +0.6 /
   // +1.7 / +1.8 / +1.2 (two); 256-thread teams at 8 packs (16K), 6 and 5 packs lost 0.5-1.8
-  // (fp16 -5.8 at 5120, 4-20 bytes of spills).
+  // (fp16 -5.8 at 5120, 4-20 bytes of spills). Not with fast memory: H200, bf16, two
+  // repetitions, KBENCH_FAST_MEMORY 1 against 0, +0.4 / +0.6 / +1.3 / +1.2 at 1K / 2K / 4K / 8K
+  // without.
   template <class Config>
-  static constexpr bool kRowInRegsIn =
-      sizeof(T) == 2 && Config::kTeam <= 128 && (Config::kPacks == 8 || Config::kPacks == 4);
+  static constexpr bool kRowInRegsIn = !kFastMemory && sizeof(T) == 2 && Config::kTeam <= 128 &&
+                                       (Config::kPacks == 8 || Config::kPacks == 4);
   static constexpr int kHeldSharedPacks = 6;
   // Fitted packs: 5120 bf16 on a team of 128 at 5 packs per thread (staged_config.h's
   // kHalfTeams), every slot used. Same run, bf16, % of the copy ceiling, three repetitions: H100
@@ -556,8 +562,11 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
 
 template <class T>
 void launch_v4(const FwdParams<T>& p, const LaunchArgs& a) {
-  using Op = LayernormFwdStaged<T>;
-  if (!staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
+  const bool aligned = fwd_rows_aligned(p);
+  const bool launched = staged_rows::fast_memory()
+                            ? staged_rows::launch_staged<LayernormFwdStaged<T, true>>(p, aligned, a)
+                            : staged_rows::launch_staged<LayernormFwdStaged<T>>(p, aligned, a);
+  if (!launched) {
     launch_v2(p, 0, stream_of(a));
   }
 }

@@ -659,8 +659,9 @@ void launch_polynorm_fwd_v2(const LaunchArgs& a) {
 #endif
 
 // x (and m) staged in shared memory; the three row sums in one float4 (.w unused), the
-// weights held in registers, the row's three norms as its stats.
-template <class T, bool kHasMul>
+// weights held in registers, the row's three norms as its stats. kFastMemory: the policy for
+// GPUs with fast memory (staged_rows.cuh's fast_memory: the H200), rows left in shared memory.
+template <class T, bool kHasMul, bool kFastMemory = false>
 struct PolynormFwdStaged {
   using Type = T;
   using Params = FwdParams<T>;
@@ -697,12 +698,16 @@ struct PolynormFwdStaged {
   // polynorm's rows one block holds read into registers once, their stage refilled after the
   // row's sums (staged_rows.cuh's KBENCH_ROW_IN_REGS): H100, bf16, +1 to +2.4% of the copy
   // ceiling at 3072, 4K, 6144, 12288, 20480 and 32K, -0.8 at 16K; fp16 +0.3 to +1.3.
-  // fused_mul_polynorm measured -0.3 to -1.3.
-  static constexpr bool kRowInRegs = !kHasMul;
+  // fused_mul_polynorm measured -0.3 to -1.3. With fast memory not at 8 packs: H200, bf16, two
+  // repetitions, KBENCH_FAST_MEMORY 1 against 0, +0.9 to +2.1 at 2K / 4K / 8K / 16K without;
+  // but at 6 packs (3072, 6144, 12288) -0.8 to -1.8 without, so those keep it.
+  template <class Config>
+  static constexpr bool kRowInRegsIn = !kHasMul && !(kFastMemory && Config::kPacks == 8);
   // And polynorm's pipelined rows over several blocks at 8 packs (64K bf16): H100 +2.1 at
   // 512x65536; at 5 of 8 packs -2 at 839x40000, 6 of 8 within 1. fused_mul_polynorm lost 0.7-1.7.
+  // Not with fast memory: H200 88.1-88.2 without them against 82.9-84.3 at 512x65536.
   template <class Config>
-  static constexpr bool kPipelinedRowInRegsIn = !kHasMul && Config::kPacks == kPacks;
+  static constexpr bool kPipelinedRowInRegsIn = !kHasMul && !kFastMemory && Config::kPacks == kPacks;
   // fused_mul_polynorm's rows of 16385-32768 bf16 on one block, the row over two stages
   // (staged_config.h's kSplitRows), not over several blocks. Same run, % of the copy ceiling,
   // bf16: H100 95.1-95.9 against 92.9-94.4 at 1024x32768, +0.5 at 20480; H200 +4.5 at 20480,
@@ -771,7 +776,12 @@ void launch_polynorm_fwd_v4(const LaunchArgs& a) {
     using T = typename decltype(tag)::type;
     const FwdParams<T> p = fwd_params<T, kHasMul>(a);
     using Op = PolynormFwdStaged<T, kHasMul>;
-    if (!staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
+    using FastMemoryOp = PolynormFwdStaged<T, kHasMul, !kHasMul>;  // fused_mul_polynorm: the same
+    const bool aligned = fwd_rows_aligned(p);
+    const bool launched = staged_rows::fast_memory()
+                              ? staged_rows::launch_staged<FastMemoryOp>(p, aligned, a)
+                              : staged_rows::launch_staged<Op>(p, aligned, a);
+    if (!launched) {
       launch_fwd_v2<T, kHasMul>(p, 0, stream_of(a));
     }
   });

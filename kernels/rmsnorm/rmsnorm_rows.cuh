@@ -254,7 +254,8 @@ void launch_regs(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 #ifndef KBENCH_RMSNORM_FWD_RECIPROCAL
 #define KBENCH_RMSNORM_FWD_RECIPROCAL 1
 #endif
-template <class T>
+// kFastMemory: the policy for GPUs with fast memory (staged_rows.cuh's fast_memory: the H200).
+template <class T, bool kFastMemory = false>
 struct RmsnormFwdStaged {
   using Type = T;
   using Params = FwdParams<T>;
@@ -281,9 +282,13 @@ struct RmsnormFwdStaged {
   // against 94 until w stayed packed beside them (staged_rows.cuh's held): 8 bytes so. Same
   // run, H100, at 512x65536: bf16 96.4-98.0 against 94.1-94.6, fp16 97.9-98.4 against 93.2-94.6
   // (thirty-sixth session, kernels/rmsnorm/NOTES.md).
-  // fp32's 8-pack rows (no packed w to keep) would spill 8-28 bytes: not those.
+  // fp32's 8-pack rows (no packed w to keep) would spill 8-28 bytes: not those. With fast
+  // memory not at 6 packs either: H200, bf16, two repetitions, KBENCH_FAST_MEMORY 1 against 0,
+  // 88.9-89.5 / 90.4-90.7 against 85.7-86.1 / 87.8-88.1 at 745x45056 / 683x49152; at 5 packs
+  // (839x40000) and 8 (32K, 64K) within 0.8 of not reading them into registers.
   template <class Config>
-  static constexpr bool kPipelinedRowInRegsIn = Config::kPacks <= 6 || sizeof(T) == 2;
+  static constexpr bool kPipelinedRowInRegsIn =
+      (Config::kPacks <= 6 || sizeof(T) == 2) && !(kFastMemory && Config::kPacks == 6);
   static constexpr int kRounds = 1;    // sum x^2 (in .x)
   static constexpr int kColGrads = 0;  // none
   struct Stats {
@@ -323,8 +328,11 @@ struct RmsnormFwdStaged {
 
 template <class T>
 void launch_staged(const FwdParams<T>& p, const LaunchArgs& a) {
-  using Op = RmsnormFwdStaged<T>;
-  if (!staged_rows::launch_staged<Op>(p, fwd_rows_aligned(p), a)) {
+  const bool aligned = fwd_rows_aligned(p);
+  const bool launched = staged_rows::fast_memory()
+                            ? staged_rows::launch_staged<RmsnormFwdStaged<T, true>>(p, aligned, a)
+                            : staged_rows::launch_staged<RmsnormFwdStaged<T>>(p, aligned, a);
+  if (!launched) {
     launch_regs<T, false>(p, 0, stream_of(a));
   }
 }
