@@ -318,7 +318,8 @@ __device__ __forceinline__ void issue_before_here(const V& v) {
 // of spills in those kernels); fused_mul_polynorm -0.3 to -1.3, so it does not opt in;
 // fused_add_rmsnorm within 0.5. The backwards (2 and 3 staged tensors, column gradients in
 // registers) lost 1-6: polynorm_bwd 83.6 against 87.3 at 8K (kernels/rmsnorm/NOTES.md,
-// thirty-fifth session).
+// thirty-fifth session). On GPUs with fast memory (fast_memory, below) the ops' kFastMemory
+// policies read fewer rows into registers: the H200 lost 1-5 points to some of these.
 #ifndef KBENCH_ROW_IN_REGS
 #define KBENCH_ROW_IN_REGS 1
 #endif

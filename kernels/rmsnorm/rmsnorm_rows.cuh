@@ -282,13 +282,16 @@ struct RmsnormFwdStaged {
   // against 94 until w stayed packed beside them (staged_rows.cuh's held): 8 bytes so. Same
   // run, H100, at 512x65536: bf16 96.4-98.0 against 94.1-94.6, fp16 97.9-98.4 against 93.2-94.6
   // (thirty-sixth session, kernels/rmsnorm/NOTES.md).
-  // fp32's 8-pack rows (no packed w to keep) would spill 8-28 bytes: not those. With fast
-  // memory not at 6 packs either: H200, bf16, two repetitions, KBENCH_FAST_MEMORY 1 against 0,
-  // 88.9-89.5 / 90.4-90.7 against 85.7-86.1 / 87.8-88.1 at 745x45056 / 683x49152; at 5 packs
-  // (839x40000) and 8 (32K, 64K) within 0.8 of not reading them into registers.
+  // fp32's 8-pack rows (no packed w to keep) would spill 8-28 bytes: not those.
+  // With fast memory only up to 5 packs (H200, bf16, two repetitions each). At 6 packs, same
+  // build, KBENCH_FAST_MEMORY 1 against 0 when only 6 differed: 88.9-89.5 / 90.4-90.7 without
+  // them against 85.7-86.1 / 87.8-88.1 with, at 745x45056 / 683x49152. At 8 packs, another
+  // H200: 90.8-90.9 without them against 89.5 with at 512x65536; at 1024x32768 90.1-90.3 against
+  // 90.6-91.7, where a build with no rows in registers at all (the same kernel there) read 91.4.
+  // At 5 packs they gain: +1.8 at 839x40000.
   template <class Config>
   static constexpr bool kPipelinedRowInRegsIn =
-      (Config::kPacks <= 6 || sizeof(T) == 2) && !(kFastMemory && Config::kPacks == 6);
+      kFastMemory ? Config::kPacks <= 5 : (Config::kPacks <= 6 || sizeof(T) == 2);
   static constexpr int kRounds = 1;    // sum x^2 (in .x)
   static constexpr int kColGrads = 0;  // none
   struct Stats {
