@@ -485,8 +485,9 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   // KBENCH_PIPELINED_ROW_IN_REGS): H100, bf16, +0.8 / +1.2 / +1.9 at 1024x32768 / 512x65536 /
   // 683x49152. Its 5-pack rows (40000) spilled 152 bytes so and read 68.5 against 93.5-94.4; its
   // rows one block holds lost up to 1.8 read into registers (KBENCH_ROW_IN_REGS), so not those.
-  // With fast memory only at 3 packs: H200, bf16, two repetitions, KBENCH_FAST_MEMORY 1 against
-  // 0, +1.2 / +1.3 at 32K / 64K without at 4 packs, but -2.6 / -0.9 at 45056 / 49152 (3 packs).
+  // With fast memory only at 3 packs: H200, bf16, KBENCH_FAST_MEMORY 1 against 0, three
+  // repetitions, +2.3 / +2.8 at 32K / 64K without them at 4 packs; without them at 3 packs too,
+  // -2.6 / -0.9 at 45056 / 49152 (two repetitions).
   template <class Config>
   static constexpr bool kPipelinedRowInRegsIn = Config::kPacks <= (kFastMemory ? 3 : 4);
   // Its 16-bit rows one block holds read into registers once where teams of up to 128 threads

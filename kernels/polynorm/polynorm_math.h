@@ -776,7 +776,7 @@ void launch_polynorm_fwd_v4(const LaunchArgs& a) {
     using T = typename decltype(tag)::type;
     const FwdParams<T> p = fwd_params<T, kHasMul>(a);
     using Op = PolynormFwdStaged<T, kHasMul>;
-    using FastMemoryOp = PolynormFwdStaged<T, kHasMul, !kHasMul>;  // fused_mul_polynorm: the same
+    using FastMemoryOp = PolynormFwdStaged<T, kHasMul, !kHasMul>;  // fused_mul_polynorm: one policy
     const bool aligned = fwd_rows_aligned(p);
     const bool launched = staged_rows::fast_memory()
                               ? staged_rows::launch_staged<FastMemoryOp>(p, aligned, a)
