@@ -1202,9 +1202,11 @@ inline DeviceLimits device_limits() {
 
 // Does this GPU take the forwards' policies for fast memory (memory_class.h: 16 bytes per SM
 // clock or more, or KBENCH_FAST_MEMORY)? The ops that differ launch launch_staged with one
-// policy or the other (rmsnorm, layernorm, polynorm: their kFastMemory).
+// policy or the other (rmsnorm, layernorm, polynorm: their kFastMemory). The environment is
+// read once per process, not at each (timed) launch.
 inline bool fast_memory() {
-  if (const std::optional<bool> forced = fast_memory_override()) return *forced;
+  static const std::optional<bool> forced = fast_memory_override();
+  if (forced) return *forced;
   static std::atomic<int64_t> cache[64];  // 2: fast, 1: not (0: not asked yet)
   return once_per_device(cache, [](int device) -> int64_t {
     int memory_khz = 0, bus_bits = 0, sm_khz = 0, sms = 0;
