@@ -1201,8 +1201,8 @@ inline DeviceLimits device_limits() {
 }
 
 // Does this GPU take the forwards' policies for fast memory (memory_class.h: 16 bytes per SM
-// clock or more, or KBENCH_FAST_MEMORY)? The ops that differ launch launch_staged with one
-// policy or the other (rmsnorm, layernorm, polynorm: their kFastMemory). The environment is
+// clock or more, or KBENCH_FAST_MEMORY)? The ops that differ pick their policy through it
+// (launch_staged_for_memory, below: rmsnorm, layernorm, polynorm and their kFastMemory). The environment is
 // read once per process, not at each (timed) launch.
 inline bool fast_memory() {
   static const std::optional<bool> forced = fast_memory_override();
@@ -1392,6 +1392,13 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
     }
   }
   return true;
+}
+
+// launch_staged with the policy for this GPU's memory (fast_memory): FastOp where it is fast,
+// else Op. For the forwards whose policies differ by GPU (rmsnorm, layernorm, polynorm).
+template <class Op, class FastOp>
+bool launch_staged_for_memory(const typename Op::Params& p, bool aligned, const LaunchArgs& a) {
+  return fast_memory() ? launch_staged<FastOp>(p, aligned, a) : launch_staged<Op>(p, aligned, a);
 }
 
 }  // namespace kbench::staged_rows

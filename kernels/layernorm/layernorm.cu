@@ -563,11 +563,9 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
 
 template <class T>
 void launch_v4(const FwdParams<T>& p, const LaunchArgs& a) {
-  const bool aligned = fwd_rows_aligned(p);
-  const bool launched = staged_rows::fast_memory()
-                            ? staged_rows::launch_staged<LayernormFwdStaged<T, true>>(p, aligned, a)
-                            : staged_rows::launch_staged<LayernormFwdStaged<T>>(p, aligned, a);
-  if (!launched) {
+  using Op = LayernormFwdStaged<T>;
+  using FastMemoryOp = LayernormFwdStaged<T, true>;
+  if (!staged_rows::launch_staged_for_memory<Op, FastMemoryOp>(p, fwd_rows_aligned(p), a)) {
     launch_v2(p, 0, stream_of(a));
   }
 }

@@ -777,11 +777,7 @@ void launch_polynorm_fwd_v4(const LaunchArgs& a) {
     const FwdParams<T> p = fwd_params<T, kHasMul>(a);
     using Op = PolynormFwdStaged<T, kHasMul>;
     using FastMemoryOp = PolynormFwdStaged<T, kHasMul, !kHasMul>;  // fused_mul_polynorm: one policy
-    const bool aligned = fwd_rows_aligned(p);
-    const bool launched = staged_rows::fast_memory()
-                              ? staged_rows::launch_staged<FastMemoryOp>(p, aligned, a)
-                              : staged_rows::launch_staged<Op>(p, aligned, a);
-    if (!launched) {
+    if (!staged_rows::launch_staged_for_memory<Op, FastMemoryOp>(p, fwd_rows_aligned(p), a)) {
       launch_fwd_v2<T, kHasMul>(p, 0, stream_of(a));
     }
   });

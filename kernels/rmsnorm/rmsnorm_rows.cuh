@@ -331,11 +331,9 @@ struct RmsnormFwdStaged {
 
 template <class T>
 void launch_staged(const FwdParams<T>& p, const LaunchArgs& a) {
-  const bool aligned = fwd_rows_aligned(p);
-  const bool launched = staged_rows::fast_memory()
-                            ? staged_rows::launch_staged<RmsnormFwdStaged<T, true>>(p, aligned, a)
-                            : staged_rows::launch_staged<RmsnormFwdStaged<T>>(p, aligned, a);
-  if (!launched) {
+  using Op = RmsnormFwdStaged<T>;
+  using FastMemoryOp = RmsnormFwdStaged<T, true>;
+  if (!staged_rows::launch_staged_for_memory<Op, FastMemoryOp>(p, fwd_rows_aligned(p), a)) {
     launch_regs<T, false>(p, 0, stream_of(a));
   }
 }
