@@ -1105,7 +1105,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     if constexpr (kTeams > 1) {
       static_assert(kBlock / 2 * kPacks * kAccRows * V * sizeof(float) <=
                     size_t{kStages} * S * kStagePacks * kBlock * sizeof(int4));
-      fold_teams<kBlock, kTeam, kPacks, kAccRows * V>(acc, reinterpret_cast<float*>(stages));
+      fold_teams<kBlock, kTeam, kPacks, kAccRows * V, true>(acc, reinterpret_cast<float*>(stages));
     }
     // Partial row `group` of `groups` per column gradient: one per cluster (a row's blocks each
     // hold a slice of it, or kFold blocks fold theirs together).
