@@ -336,7 +336,9 @@ __device__ __forceinline__ void issue_before_here(const V& v) {
 // 0.7-1.7 (kernels/rmsnorm/NOTES.md, thirty-fifth session). With w kept packed beside 8-pack rows
 // (held, below) rmsnorm spills 8 bytes there and gains +3.1 (bf16) / +4.2 (fp16) at 64K
 // (thirty-sixth session). The backwards' pipelined rows read into registers lost 1-3.5 at
-// 40000-64K on the H100 (polynorm_bwd, fused_mul_polynorm_bwd; the others spill): forwards only.
+// 40000-64K on the H100 (polynorm_bwd, fused_mul_polynorm_bwd; the others spill), and 3-6 on
+// the H200 (polynorm_bwd 71.3 against 77.4 at 512x65536; their rows one block holds -2 to -7;
+// fortieth session): forwards only.
 #ifndef KBENCH_PIPELINED_ROW_IN_REGS
 #define KBENCH_PIPELINED_ROW_IN_REGS 1
 #endif
