@@ -476,7 +476,7 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   // block: staged_config.h's KBENCH_WHOLE_BLOCK_FIVE) and w and b in registers: 8 packs
   // measured 1-3 points slower at 32K and 64K, and their w and b would not fit beside 2
   // stages. On four 128-thread teams per block at 8 packs (w in registers, b in shared memory,
-  // 3 stages), over 4 or 8 blocks: H200, bf16, 78.4-79.3 against 86.5-86.9 at 1024x32768,
+  // 3 stages), over 4 or 8 blocks: H200, bf16, 78.3-79.3 against 86.5-86.9 at 1024x32768,
   // within the spread at 512x65536 (kernels/rmsnorm/NOTES.md, fortieth session). Rows fitted
   // to 4 or 5 packs (1K, 5120) keep theirs in registers: in shared memory they measured 1.9
   // and 2.6 slower (H200). fp32 keeps 4 packs: at 8 it measured 0.3-1.9
