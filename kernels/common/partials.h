@@ -88,7 +88,8 @@ __device__ __forceinline__ void fold_teams(float (*acc)[kCols], float* exchange)
 #pragma unroll
         for (int c = 0; c < kCols; c += W) {
           if constexpr (W == 4) {
-            words[slot(team - half, r, c)] = make_float4(acc[r][c], acc[r][c + 1], acc[r][c + 2], acc[r][c + 3]);
+            words[slot(team - half, r, c)] =
+                make_float4(acc[r][c], acc[r][c + 1], acc[r][c + 2], acc[r][c + 3]);
           } else {
             words[slot(team - half, r, c)] = acc[r][c];
           }

@@ -1204,8 +1204,8 @@ inline DeviceLimits device_limits() {
 
 // Does this GPU take the forwards' policies for fast memory (memory_class.h: 16 bytes per SM
 // clock or more, or KBENCH_FAST_MEMORY)? The ops that differ pick their policy through it
-// (launch_staged_for_memory, below: rmsnorm, layernorm, polynorm and their kFastMemory). The environment is
-// read once per process, not at each (timed) launch.
+// (launch_staged_for_memory, below: rmsnorm, layernorm, polynorm and their kFastMemory). The
+// environment is read once per process, not at each (timed) launch.
 inline bool fast_memory() {
   static const std::optional<bool> forced = fast_memory_override();
   if (forced) return *forced;
