@@ -442,6 +442,17 @@ bool with_wide_rows(int64_t packs, F&& f) {
 #ifndef KBENCH_WHOLE_BLOCK_FIVE
 #define KBENCH_WHOLE_BLOCK_FIVE 1
 #endif
+// kWholeBlockFullRows (staged_rows.cuh's whole_block_full_rows: layernorm's forward on GPUs with
+// fast memory): rows past a 256-thread team's kPacks that fill 7/8 or more of a whole-block team
+// at kPacks (28672-32768 bf16 at 8 packs) on one block at kPacks, not over a cluster at
+// kWidePacks (1, the default, where the op opts in; 0 never, a knob for scripts/ab-flags.sh).
+// Measured with layernorm's w and b in registers there (its kHeldInRegsIn): same run, H200, bf16,
+// % of the copy ceiling, three repetitions, against 4 blocks of two 256-thread teams at 4 packs:
+// 88.7-89.2 against 86.7-87.1 at 1024x32768, 88.5-89.1 against 87.1-87.5 at 1170x28672
+// (kernels/rmsnorm/NOTES.md, forty-first session).
+#ifndef KBENCH_WHOLE_BLOCK_FULL_ROWS
+#define KBENCH_WHOLE_BLOCK_FULL_ROWS 1
+#endif
 // Past a whole block, rows that fill 7/8 or more of 4 or 8 blocks of kClusterTeam threads at 5/8 of
 // kPacks (layernorm's forward: 35840-40960 and 71680-81920 bf16 at 5 of 8 packs) take those, the
 // whole-pack path decided per warp (StagedConfig's kWarpWholePacks: 40000 ends inside warp 7) (1,
@@ -521,7 +532,8 @@ template <int kWarpSize, int kPacks, int kClusterTeam = KBENCH_CLUSTER_TEAM,
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
           int kWidePacks = kPacks, bool kFitClusters = kFit, bool kWidePastEight = false,
-          bool kFiveBlocks = false, bool kTenOrTwelveBlocks = false, class F>
+          bool kFiveBlocks = false, bool kTenOrTwelveBlocks = false,
+          bool kWholeBlockFullRows = false, class F>
 bool with_staged_config(int64_t packs, bool clusters, F&& f) {
   constexpr int kWarpTeam = kWarpSize > 32 ? kWarpSize : 32;
   // Rows a warp holds at half the packs take half: the same rows per block, with stages half
@@ -540,6 +552,13 @@ bool with_staged_config(int64_t packs, bool clusters, F&& f) {
     constexpr int kFive = kPacks * 5 / 8;
     if constexpr (kFit && KBENCH_WHOLE_BLOCK_FIVE && kFive > kWidePacks) {
       if (packs <= int64_t{kBlock} * kFive) return f(StagedConfig<kBlock, 1, kFive>{}), true;
+    }
+    // Rows that fill 7/8 of a whole-block team at kPacks keep them (KBENCH_WHOLE_BLOCK_FULL_ROWS;
+    // 28672-32768 bf16 at 8: one block, 3 stages of 64 KB).
+    if constexpr (opt_in_takes(KBENCH_WHOLE_BLOCK_FULL_ROWS, kWholeBlockFullRows)) {
+      if (fills_seven_eighths(packs, int64_t{kBlock} * kPacks)) {
+        return f(StagedConfig<kBlock, 1, kPacks>{}), true;
+      }
     }
     if constexpr (kFit && kFitClusters && KBENCH_WIDE_CLUSTER_FIVE && kFive > kWidePacks) {
       // Rows that fill 7/8 of 4 or 8 blocks of kClusterTeam threads at 5/8 of kPacks keep those

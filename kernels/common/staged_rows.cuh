@@ -57,8 +57,16 @@
 //                                               only SharedHeld (hold_shared) there, RegHeld
 //                                               (hold_regs) in registers, joined at each use
 //                                               into a Held: join_held(r, s) (splits_held)
+//   kHeldInRegsIn<Config>  (optional)           true: Held in registers in Config's rows even
+//                                               where kHeldSharedPacks would put it in shared
+//                                               memory (held_in_shared), each use of it passed
+//                                               through keep_held_packed(held) (16-bit packs
+//                                               converted at each use, not once into floats)
 //   kWidePacks  (optional)                      packs per thread for rows past a 256-thread
 //                                               team's kPacks (wide_packs)
+//   kWholeBlockFullRows  (optional)             true: rows past a 256-thread team that fill 7/8
+//                                               of a whole-block team at kPacks on one block at
+//                                               kPacks, not kWidePacks (whole_block_full_rows)
 //   kWideRows  (optional)                       true: rows past 3/4 of a whole-block team over
 //                                               2-16 blocks of four 128-thread teams, as grid
 //                                               rows (staged_config.h's with_wide_rows)
@@ -250,6 +258,13 @@ constexpr int wide_packs() {
   return KBENCH_POLICY_OPTION(kWidePacks, Op::kPacks);
 }
 
+// Does Op keep kPacks for rows that fill 7/8 of a whole-block team at them
+// (staged_config.h's KBENCH_WHOLE_BLOCK_FULL_ROWS)? Op::kWholeBlockFullRows where it has one.
+template <class Op>
+constexpr bool whole_block_full_rows() {
+  return KBENCH_POLICY_OPTION(kWholeBlockFullRows, false);
+}
+
 // At most how many stages for rows one block holds: Op::kOneBlockStages where the op has one,
 // else kOneBlockMaxStages (staged_config.h).
 template <class Op>
@@ -356,9 +371,14 @@ __device__ __forceinline__ void issue_before_here(const V& v) {
 #define KBENCH_KEEP_SPLIT_PACKED 1
 #endif
 // Ops with kHeldSharedPacks keep it there, too, wherever a thread holds that many packs or
-// more (layernorm's forward: w and b at 8 packs, as registers they would take 64).
+// more (layernorm's forward: w and b at 8 packs, as registers they would take 64), but in
+// the configurations where Op::kHeldInRegsIn<Config> (layernorm's one-block rows of 8 packs on
+// fast memory, beside 3 stages).
+template <class Op, class Config>
+constexpr bool kHeldInRegs = KBENCH_POLICY_CONFIG_OPTION(kHeldInRegsIn, false);
 template <class Op, class Config>
 __host__ __device__ constexpr bool held_in_shared() {
+  if constexpr (kHeldInRegs<Op, Config>) return false;
   if constexpr (requires { Op::kHeldSharedPacks; }) {
     if (Config::kPacks >= Op::kHeldSharedPacks) return true;
   }
@@ -798,6 +818,11 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       // its pipelined 8-pack rows, 8 so). At 5 and 6 packs (8 bytes of spills or none) it read
       // 0.3-0.6 slower on the H100.
       keep_packed(held_regs[k]);
+      return static_cast<const Held&>(held_regs[k]);
+    } else if constexpr (kHeldInRegs<Op, Config>) {
+      // Left alone, the compiler converted the packs to floats once, out of the row loop: 228
+      // bytes of spills in layernorm's one-block 8-pack rows (ptxas sm_90), none so.
+      Op::keep_held_packed(held_regs[k]);
       return static_cast<const Held&>(held_regs[k]);
     } else {
       return static_cast<const Held&>(held_regs[k]);
@@ -1313,7 +1338,8 @@ bool launch_staged(const typename Op::Params& p, bool aligned, const LaunchArgs&
       with_staged_config<kWarpSize, Op::kPacks, cluster_team<Op>(), fit_packs<Op>(), cluster_packs<Op>(),
                          half_teams<Op>(), takes_wide_rows<Op>(), full_rows_keep_packs<Op>(),
                          split_rows<Op>(), wide_packs<Op>(), fit_cluster_packs<Op>(),
-                         wide_past_eight<Op>(), five_blocks<Op>(), ten_or_twelve_blocks<Op>()>(
+                         wide_past_eight<Op>(), five_blocks<Op>(), ten_or_twelve_blocks<Op>(),
+                         whole_block_full_rows<Op>()>(
       packs, multi_block_rows, [&](auto config) {
     using C = decltype(config);
     constexpr int kMostStages = C::kCluster > 1 ? kMaxStages : one_block_stages<Op>();

@@ -483,6 +483,26 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   // (H200) and 2-3 (H100) points slower at 1K-8K in the sweeps.
   static constexpr int kPacks = sizeof(T) == 2 ? KBENCH_LAYERNORM_PACKS : 4;
   static constexpr int kWidePacks = 4;
+  // With fast memory, 16-bit rows that fill 7/8 or more of a whole-block team at 8 packs
+  // (28672-32768 bf16) take one block at 8 packs, w and b both in registers beside 3 stages of
+  // 64 KB (staged_config.h's KBENCH_WHOLE_BLOCK_FULL_ROWS): 128 registers and no spills with
+  // them kept packed (keep_held_packed), 228 bytes of spills as floats (ptxas sm_90, bf16), and
+  // with b in shared memory only 2 stages fit (86.0-86.3 at 1024x32768 on the H200, twenty-ninth
+  // session). Same run, H200, % of the copy ceiling, three repetitions, against 4 blocks of two
+  // 256-thread teams at 4 packs: bf16 88.7-89.2 against 86.7-87.1 at 1024x32768, 88.2-88.5
+  // against 86.5-87.3 at 2048x32768, 88.5-89.1 against 87.1-87.5 at 1170x28672; fp16 88.2-89.3
+  // against 86.5-86.8 at 1024x32768. Wider rows at 8 packs lost: 86.7-87.0 against 89.2-89.4 at
+  // 683x49152 and 87.3 against 88.1-88.5 at 512x65536 (4 blocks, b in shared memory), 82.0-82.2
+  // at 512x65536 on clusters of 2 whole-block teams, w and b in registers
+  // (kernels/rmsnorm/NOTES.md, forty-first session). Not measured on the H100.
+  static constexpr bool kWholeBlockFullRows = kFastMemory && sizeof(T) == 2;
+  template <class Config>
+  static constexpr bool kHeldInRegsIn = kWholeBlockFullRows && Config::kTeam == staged_rows::kBlock &&
+                                        Config::kCluster == 1 && Config::kPacks == 8;
+  __device__ static void keep_held_packed(Held& h) {
+    keep_packed(h.w);
+    keep_packed(h.b);
+  }
   // Pipelined rows over several blocks at up to 4 packs (32K and 64K bf16, 49152 at 3) read into
   // registers once, their stage refilled after their sums (staged_rows.cuh's
   // KBENCH_PIPELINED_ROW_IN_REGS): H100, bf16, +0.8 / +1.2 / +1.9 at 1024x32768 / 512x65536 /

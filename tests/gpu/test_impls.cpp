@@ -42,8 +42,9 @@ struct Collect : Reporter {
 // over 12 blocks (layernorm_bwd, polynorm_bwd; fused_mul_polynorm_bwd at 2 packs): 11 x 49152.
 // Pipelined rows over several blocks read into registers two at a time (staged_rows.cuh's
 // KBENCH_PIPELINED_ROW_IN_REGS), with more rows than a step holds, so each team passes its
-// registers on from row to row: 130 x 32768 (layernorm over 4 blocks), 125 x 40000 (rmsnorm's
-// 5/8 rows over 4 blocks); 70 x 65536 does polynorm's.
+// registers on from row to row: 130 x 32768 (layernorm over 4 blocks; with fast memory on one
+// block at 8 packs, w and b in registers), 125 x 40000 (rmsnorm's 5/8 rows over 4 blocks);
+// 70 x 65536 does polynorm's.
 // Rows a warp holds whole (layernorm v5: N <= 1024, a multiple of the pack), full and not:
 // 7 x 1024, 33 x 1000, 65537 x 8.
 std::vector<Shape> edge_shapes() {
@@ -67,10 +68,11 @@ bool is_test_only(const ImplDescriptor& impl) { return impl.name.rfind("test_", 
 
 // Inputs at the edges of the value range (--values): |x| ~ 1e3, all-zero rows and rows offset
 // far from zero (layernorm's one-round variance must step aside there), on shapes
-// that cover every kernel path (warp teams, block teams, two-pass rows, M = 1).
+// that cover every kernel path (warp teams, block teams, two-pass rows, M = 1, a whole block's
+// 8 packs: layernorm's 32768 with fast memory).
 std::vector<Shape> edge_value_shapes() {
-  return {{1, 1},       {7, 127},    {7, 4097},   {3, 8193},
-          {3, 65536},   {1, 131072}, {4096, 256}, {300, 16392}};
+  return {{1, 1},     {7, 127},    {7, 4097},   {3, 8193},    {3, 32768},
+          {3, 65536}, {1, 131072}, {4096, 256}, {300, 16392}};
 }
 
 struct Point {

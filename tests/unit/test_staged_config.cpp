@@ -26,12 +26,14 @@ template <int kWarpSize, int kThreadPacks = kPacks, int kClusterTeam = KBENCH_CL
           bool kFit = KBENCH_FIT_PACKS, int kClusterPacks = kThreadPacks, bool kHalfTeams = false,
           bool kWide = false, bool kFullRowsKeepPacks = false, bool kSplitRows = false,
           int kWidePacks = kThreadPacks, bool kFitClusters = kFit, bool kWidePastEight = false,
-          bool kFiveBlocks = false, bool kTenOrTwelveBlocks = false>
+          bool kFiveBlocks = false, bool kTenOrTwelveBlocks = false,
+          bool kWholeBlockFullRows = false>
 Choice choose(int64_t packs, bool clusters) {
   Choice c;
   c.taken = with_staged_config<kWarpSize, kThreadPacks, kClusterTeam, kFit, kClusterPacks,
                                kHalfTeams, kWide, kFullRowsKeepPacks, kSplitRows, kWidePacks,
-                               kFitClusters, kWidePastEight, kFiveBlocks, kTenOrTwelveBlocks>(
+                               kFitClusters, kWidePastEight, kFiveBlocks, kTenOrTwelveBlocks,
+                               kWholeBlockFullRows>(
       packs, clusters, [&](auto config) {
     c.team = decltype(config)::kTeam;
     c.cluster = decltype(config)::kCluster;
@@ -336,6 +338,39 @@ TEST(StagedConfig, RowsPastA256ThreadTeamTakeTheWidePacks) {
   EXPECT_GT(choose_wide(4096).cluster, 1);
   EXPECT_EQ(choose_wide(5000).packs, KBENCH_WIDE_CLUSTER_FIVE ? 5 : 4);  // 40000 bf16: 4 blocks
   EXPECT_EQ(choose_wide(10000).packs, KBENCH_WIDE_CLUSTER_FIVE ? 5 : 4);  // 80000: 8 blocks
+}
+
+// kWholeBlockFullRows (layernorm's forward on fast memory): of the rows kWidePacks would send
+// over blocks, those that fill 7/8 or more of a whole-block team at the op's packs (3584-4096
+// packs: 28672-32768 bf16) take one block at them; every other row as without it.
+TEST(StagedConfig, RowsThatFillAWholeBlockKeepTheirPacks) {
+  const auto choose_full = [](int64_t packs) {
+    return choose<32, 8, KBENCH_CLUSTER_TEAM, true, 8, false, false, false, false, 4, true, false,
+                  false, false, true>(packs, true);
+  };
+  const auto choose_wide = [](int64_t packs) {
+    return choose<32, 8, KBENCH_CLUSTER_TEAM, true, 8, false, false, false, false, 4>(packs, true);
+  };
+  for (int64_t packs = 1; packs <= 8 * kBlock * 4; packs += 5) {
+    const Choice c = choose_full(packs);
+    ASSERT_TRUE(c.taken) << packs;
+    if (KBENCH_WHOLE_BLOCK_FULL_ROWS && packs > 256 * 8 && 8 * packs >= 7 * kBlock * 8 &&
+        packs <= kBlock * 8) {
+      EXPECT_EQ(c.team, kBlock) << packs;
+      EXPECT_EQ(c.cluster, 1) << packs;
+      EXPECT_EQ(c.packs, 8) << packs;
+      continue;
+    }
+    const Choice wide = choose_wide(packs);
+    ASSERT_EQ(c.team, wide.team) << packs;
+    ASSERT_EQ(c.cluster, wide.cluster) << packs;
+    ASSERT_EQ(c.packs, wide.packs) << packs;
+  }
+  if (!KBENCH_WHOLE_BLOCK_FULL_ROWS) return;
+  EXPECT_EQ(choose_full(4096).cluster, 1);  // 32768 bf16: one block at 8
+  EXPECT_EQ(choose_full(3584).cluster, 1);  // 28672 bf16: 7/8 of its slots
+  EXPECT_GT(choose_full(3583).cluster, 1);  // less: over blocks, as before
+  EXPECT_GT(choose_full(4097).cluster, 1);  // wider than a block holds
 }
 
 // kWidePastEight (polynorm_bwd: a cluster team of 128, split rows): rows past 8 blocks of
