@@ -57,11 +57,12 @@
 //                                               only SharedHeld (hold_shared) there, RegHeld
 //                                               (hold_regs) in registers, joined at each use
 //                                               into a Held: join_held(r, s) (splits_held)
-//   kHeldInRegsIn<Config>  (optional)           true: Held in registers in Config's rows even
+//   kHeldInRegsIn<Config>  (optional)           true: Held in registers in Config's rows, even
 //                                               where kHeldSharedPacks would put it in shared
 //                                               memory (held_in_shared), each use of it passed
 //                                               through keep_held_packed(held) (16-bit packs
-//                                               converted at each use, not once into floats)
+//                                               converted at each use, not once into floats
+//                                               before the row loop)
 //   kWidePacks  (optional)                      packs per thread for rows past a 256-thread
 //                                               team's kPacks (wide_packs)
 //   kWholeBlockFullRows  (optional)             true: rows past a 256-thread team that fill 7/8
@@ -820,8 +821,10 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       keep_packed(held_regs[k]);
       return static_cast<const Held&>(held_regs[k]);
     } else if constexpr (kHeldInRegs<Op, Config>) {
-      // Left alone, the compiler converted the packs to floats once, out of the row loop: 228
-      // bytes of spills in layernorm's one-block 8-pack rows (ptxas sm_90), none so.
+      // Left alone, the compiler converted the packs to floats once, before the row loop: 228
+      // bytes of spills in layernorm's one-block 8-pack rows (ptxas sm_90), none so; and
+      // rmsnorm's warps waited there for w, loaded after the prologue's copies, before their
+      // first row.
       Op::keep_held_packed(held_regs[k]);
       return static_cast<const Held&>(held_regs[k]);
     } else {

@@ -294,6 +294,20 @@ struct RmsnormFwdStaged {
       kFastMemory ? Config::kPacks <= 5 : (Config::kPacks <= 6 || sizeof(T) == 2);
   static constexpr int kRounds = 1;    // sum x^2 (in .x)
   static constexpr int kColGrads = 0;  // none
+  // With fast memory, w of 16-bit rows one block holds at 8 packs on teams of 64 threads or
+  // more (4K-32K bf16) stays packed, converted at each use (staged_rows.cuh's kHeldInRegsIn):
+  // converted to floats once, before the row loop, it made every warp wait there for w, whose
+  // loads the compiler issued after the prologue's row copies (ncu on the H200: 13-16% of the
+  // warps' samples on that conversion at 8K and 32K). Same run, H200, bf16, % of the copy
+  // ceiling, three repetitions: 94.9-95.5 against 93.5-94.2 at 2048x16384, 95.7-96.0 against
+  // 95.2-96.1 at 4096x8192, 96.1-96.6 against 95.4-96.9 at 8192x4096, 91.1-92.1 against 90.7-91.3
+  // at 1024x32768; at 4 and 5 packs (1K, 5120) 94.1-94.4 / 93.1-93.4 against 95.0-96.2 /
+  // 94.1-94.7, so not there, nor layernorm's w and b there (-1.0 to -2.2 at 1K, 5120 and 20480;
+  // kernels/rmsnorm/NOTES.md, forty-first session).
+  template <class Config>
+  static constexpr bool kHeldInRegsIn = kFastMemory && sizeof(T) == 2 && Config::kCluster == 1 &&
+                                        Config::kPacks == 8 && Config::kTeam >= 64;
+  __device__ static void keep_held_packed(Held& h) { keep_packed(h); }
   struct Stats {
     float rstd;
   };
