@@ -59,10 +59,10 @@
 //                                               into a Held: join_held(r, s) (splits_held)
 //   kHeldInRegsIn<Config>  (optional)           true: Held in registers in Config's rows, even
 //                                               where kHeldSharedPacks would put it in shared
-//                                               memory (held_in_shared), each use of it passed
-//                                               through keep_held_packed(held) (16-bit packs
-//                                               converted at each use, not once into floats
-//                                               before the row loop)
+//                                               memory (held_in_shared), kept packed at each
+//                                               use (converted there, not once into floats
+//                                               before the row loop): by keep_packed where
+//                                               Held is a Vec16, else keep_held_packed(held)
 //   kWidePacks  (optional)                      packs per thread for rows past a 256-thread
 //                                               team's kPacks (wide_packs)
 //   kWholeBlockFullRows  (optional)             true: rows past a 256-thread team that fill 7/8
@@ -811,23 +811,23 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       } else {
         return h;
       }
-    } else if constexpr ((kSplit > 1 || (kPipelinedInRegs && kPacks >= 8 && sizeof(T) == 2)) &&
-                         std::is_same_v<Held, Vec16<T>>) {
-      // Split rows hold twice the op's packs of w, and 8-pack pipelined rows read into registers
-      // two rows beside it: w converted at each use, not once into floats across rows (ptxas:
-      // 128 registers and spills so in rmsnorm's forward at 16 packs; 120-132 bytes of spills in
-      // its pipelined 8-pack rows, 8 so). At 5 and 6 packs (8 bytes of spills or none) it read
-      // 0.3-0.6 slower on the H100.
-      keep_packed(held_regs[k]);
-      return static_cast<const Held&>(held_regs[k]);
-    } else if constexpr (kHeldInRegs<Op, Config>) {
-      // Left alone, the compiler converted the packs to floats once, before the row loop: 228
-      // bytes of spills in layernorm's one-block 8-pack rows (ptxas sm_90), none so; and
-      // rmsnorm's warps waited there for w, loaded after the prologue's copies, before their
-      // first row.
-      Op::keep_held_packed(held_regs[k]);
-      return static_cast<const Held&>(held_regs[k]);
     } else {
+      // Held kept packed, converted at each use rather than once into floats before the row
+      // loop: a Vec16 (w) in split rows, which hold twice the op's packs, and in 8-pack
+      // pipelined rows read into registers two rows beside it (ptxas: 128 registers and spills
+      // so in rmsnorm's forward at 16 packs; 120-132 bytes of spills in its pipelined 8-pack
+      // rows, 8 so; at 5 and 6 packs, 8 bytes of spills or none, it read 0.3-0.6 slower on the
+      // H100); and wherever Op::kHeldInRegsIn<Config> (Op::keep_held_packed where Held is not a
+      // Vec16): as floats, layernorm's one-block 8-pack rows spilled 228 bytes, and rmsnorm's
+      // warps waited before their first row for w, loaded after the prologue's copies.
+      constexpr bool kVec16 = std::is_same_v<Held, Vec16<T>>;
+      constexpr bool kWideHeld =
+          (kSplit > 1 || (kPipelinedInRegs && kPacks >= 8 && sizeof(T) == 2)) && kVec16;
+      if constexpr (kWideHeld || (kHeldInRegs<Op, Config> && kVec16)) {
+        keep_packed(held_regs[k]);
+      } else if constexpr (kHeldInRegs<Op, Config>) {
+        Op::keep_held_packed(held_regs[k]);
+      }
       return static_cast<const Held&>(held_regs[k]);
     }
   };

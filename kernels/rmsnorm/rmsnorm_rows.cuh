@@ -307,7 +307,6 @@ struct RmsnormFwdStaged {
   template <class Config>
   static constexpr bool kHeldInRegsIn = kFastMemory && sizeof(T) == 2 && Config::kCluster == 1 &&
                                         Config::kPacks == 8 && Config::kTeam >= 64;
-  __device__ static void keep_held_packed(Held& h) { keep_packed(h); }
   struct Stats {
     float rstd;
   };
