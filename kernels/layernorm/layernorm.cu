@@ -436,6 +436,12 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
 #ifndef KBENCH_LAYERNORM_FP16_SPLIT_TEAM
 #define KBENCH_LAYERNORM_FP16_SPLIT_TEAM 256
 #endif
+// With fast memory, w and b in registers wherever a thread holds 6 or 8 packs of a row one
+// block holds (1, the default: kHeldInRegsIn below), or only where a whole-block team holds
+// 8 (0, the forty-first session's; a knob for scripts/ab-flags.sh).
+#ifndef KBENCH_LAYERNORM_HELD_IN_REGS
+#define KBENCH_LAYERNORM_HELD_IN_REGS 1
+#endif
 template <class T, bool kSplit>
 struct LayernormSplitHeld {};  // w and b both in shared memory
 template <class T>
@@ -467,7 +473,7 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   // 8 packs per thread (64 elements of a bf16 row, not 32: half the per-row work per
   // element) where a team of up to 256 threads holds the row (2K-16K bf16), w and b then in
   // shared memory (bf16's w in registers: LayernormSplitHeld), read at each use, from 6 packs
-  // on (kHeldSharedPacks): as floats in
+  // on (kHeldSharedPacks; with fast memory both in registers: kHeldInRegsIn): as floats in
   // registers they took 128 and spilled; packed, converted at each use, they measured 2-4.5
   // points of the copy ceiling slower than 4 packs (H200). Same run, bf16, % of the copy
   // ceiling, means of three repetitions, against 4 packs: H200 +0.7 / +3.7 / +5.8 / +2.3 at
@@ -483,6 +489,7 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   // (H200) and 2-3 (H100) points slower at 1K-8K in the sweeps.
   static constexpr int kPacks = sizeof(T) == 2 ? KBENCH_LAYERNORM_PACKS : 4;
   static constexpr int kWidePacks = 4;
+  static constexpr int kHeldSharedPacks = 6;
   // With fast memory, 16-bit rows that fill 7/8 or more of a whole-block team at 8 packs
   // (28672-32768 bf16) take one block at 8 packs, w and b both in registers beside 3 stages of
   // 64 KB (staged_config.h's KBENCH_WHOLE_BLOCK_FULL_ROWS): 128 registers and no spills with
@@ -496,9 +503,22 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   // at 512x65536 on clusters of 2 whole-block teams, w and b in registers
   // (kernels/rmsnorm/NOTES.md, forty-first session). Not measured on the H100.
   static constexpr bool kWholeBlockFullRows = kFastMemory && sizeof(T) == 2;
+  // And with fast memory every 16-bit row one block holds at 6 or 8 packs (2K-16K and
+  // 28672-32768 bf16, 3072 / 6144 / 12288 at 6) keeps w and b both in registers, kept packed,
+  // rather than b (fp16 below 16K at 8 packs: w and b) in shared memory, read at each use:
+  // 123-128 registers and no spills (ptxas sm_90, bf16 and fp16), the same 3 or 4 stages. Same
+  // run, H200, % of the copy ceiling, means of three repetitions, against whole-block teams only
+  // (KBENCH_LAYERNORM_HELD_IN_REGS=0): bf16 94.2 / 93.7 / 93.9 / 91.8 against 93.5 / 92.6 / 92.1
+  // / 88.9 at 2K / 4K / 8K / 16K, fp16 94.4 / 93.8 / 91.4 against 92.4 / 91.1 / 87.6 at 2K / 8K
+  // / 16K (teams of 128 and more only, 8K and 16K, read 94.2 / 92.0 there). At 6 packs too, in
+  // another call, against 8 packs only: bf16 92.5 / 92.0 / 90.3 against 91.6 / 90.3 / 88.1 at
+  // 3072 / 6144 / 12288, fp16 +1.3 / +1.9 / +2.4 (kernels/rmsnorm/NOTES.md, forty-second
+  // session). Not measured on the H100, whose policy keeps them in shared memory.
   template <class Config>
-  static constexpr bool kHeldInRegsIn = kWholeBlockFullRows && Config::kTeam == staged_rows::kBlock &&
-                                        Config::kCluster == 1 && Config::kPacks == 8;
+  static constexpr bool kHeldInRegsIn =
+      kFastMemory && sizeof(T) == 2 && Config::kCluster == 1 &&
+      (KBENCH_LAYERNORM_HELD_IN_REGS ? Config::kPacks >= kHeldSharedPacks
+                                     : Config::kTeam == staged_rows::kBlock && Config::kPacks == 8);
   __device__ static void keep_held_packed(Held& h) {
     keep_packed(h.w);
     keep_packed(h.b);
@@ -523,7 +543,6 @@ struct LayernormFwdStaged : LayernormSplitHeld<T, KBENCH_LAYERNORM_SPLIT_HELD> {
   template <class Config>
   static constexpr bool kRowInRegsIn = !kFastMemory && sizeof(T) == 2 && Config::kTeam <= 128 &&
                                        (Config::kPacks == 8 || Config::kPacks == 4);
-  static constexpr int kHeldSharedPacks = 6;
   // Fitted packs: 5120 bf16 on a team of 128 at 5 packs per thread (staged_config.h's
   // kHalfTeams), every slot used. Same run, bf16, % of the copy ceiling, three repetitions: H100
   // 96.9 / 96.9 / 96.7 against 93.9 / 93.7 / 93.5 at 4 packs on 256 threads; H200 91.9 / 92.2 /

@@ -45,6 +45,9 @@ struct Collect : Reporter {
 // registers on from row to row: 130 x 32768 (layernorm over 4 blocks; with fast memory on one
 // block at 8 packs, w and b in registers), 125 x 40000 (rmsnorm's 5/8 rows over 4 blocks);
 // 70 x 65536 does polynorm's.
+// Rows one block's teams of 32 to 256 threads hold at 8 packs per thread (the one-tensor
+// forwards at 2K-16K bf16; layernorm's w and b in registers there with fast memory): 17 x 2048,
+// 5 x 16384.
 // Rows a warp holds whole (layernorm v5: N <= 1024, a multiple of the pack), full and not:
 // 7 x 1024, 33 x 1000, 65537 x 8.
 std::vector<Shape> edge_shapes() {
@@ -58,7 +61,8 @@ std::vector<Shape> edge_shapes() {
   for (Shape s : {Shape{2000, 1032}, Shape{64, 5128}, Shape{7, 8200}, Shape{300, 16392},
                   Shape{70, 65536}, Shape{9, 18440}, Shape{5, 24584}, Shape{40, 40000},
                   Shape{3, 80000}, Shape{11, 49152}, Shape{130, 32768}, Shape{125, 40000},
-                  Shape{7, 1024}, Shape{33, 1000}, Shape{65537, 8}}) {
+                  Shape{17, 2048}, Shape{5, 16384}, Shape{7, 1024}, Shape{33, 1000},
+                  Shape{65537, 8}}) {
     shapes.push_back(s);
   }
   return shapes;
@@ -69,9 +73,9 @@ bool is_test_only(const ImplDescriptor& impl) { return impl.name.rfind("test_", 
 // Inputs at the edges of the value range (--values): |x| ~ 1e3, all-zero rows and rows offset
 // far from zero (layernorm's one-round variance must step aside there), on shapes
 // that cover every kernel path (warp teams, block teams, two-pass rows, M = 1, a whole block's
-// 8 packs: layernorm's 32768 with fast memory).
+// 8 packs: layernorm's 32768 with fast memory; a 128-thread team's 8 packs: 8192).
 std::vector<Shape> edge_value_shapes() {
-  return {{1, 1},     {7, 127},    {7, 4097},   {3, 8193},    {3, 32768},
+  return {{1, 1},     {7, 127},    {7, 4097},   {3, 8193},    {5, 8192},   {3, 32768},
           {3, 65536}, {1, 131072}, {4096, 256}, {300, 16392}};
 }
 
