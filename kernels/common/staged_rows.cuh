@@ -372,9 +372,9 @@ __device__ __forceinline__ void issue_before_here(const V& v) {
 #define KBENCH_KEEP_SPLIT_PACKED 1
 #endif
 // Ops with kHeldSharedPacks keep it there, too, wherever a thread holds that many packs or
-// more (layernorm's forward: w and b at 8 packs, as registers they would take 64), but in
-// the configurations where Op::kHeldInRegsIn<Config> (layernorm's one-block rows of 8 packs on
-// fast memory, beside 3 stages).
+// more (layernorm's forward: w and b at 6 or 8 packs, as floats in registers they would take
+// 96 or 128), but in the configurations where Op::kHeldInRegsIn<Config> (layernorm's 16-bit
+// rows one block holds at 6 or 8 packs on fast memory, kept packed: 48 or 64).
 template <class Op, class Config>
 constexpr bool kHeldInRegs = KBENCH_POLICY_CONFIG_OPTION(kHeldInRegsIn, false);
 template <class Op, class Config>
