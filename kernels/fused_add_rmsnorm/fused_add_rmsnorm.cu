@@ -21,13 +21,10 @@
 //                   team per row, 512 threads per SM in 1-16 blocks, 3-8 rows in flight
 //                   each; h written as soon as it is made, y after the row sum. Rows of up to
 //                   16384 bf16; wider, unaligned rows and GPUs before sm_90 take v3.
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <type_traits>
 
 #include "harness/registry.h"
-#include "kernels/common/bulk_copy.h"
+#include "kernels/common/bulk_rows.cuh"
 #include "kernels/common/compat.h"
 #include "kernels/common/dtypes.h"
 #include "kernels/common/launch.h"
@@ -160,37 +157,8 @@ void launch_v3(const FwdParams<T>& p, const LaunchArgs& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// v4_bulk_rows: x and r staged by bulk copies (kernels/common/bulk_copy.h)
+// v4_bulk_rows: x and r staged by bulk copies (kernels/common/bulk_rows.cuh)
 // ---------------------------------------------------------------------------------------------
-
-// Each row's x and r come into shared memory by two bulk copies (one instruction each, issued
-// by one thread; kernels/common/bulk_copy.h), not by a 16-byte cp.async per thread and pack as
-// in v3, whose queue of copies was its wait (ncu at 4096x8192 bf16 on the H200: MIO throttle
-// 20.7% and LG throttle 7.2% of its samples; here both are gone, the wait is long scoreboard on
-// the stores). A block is one team of kTeam threads, the smallest of 32-512 that holds the row
-// at 4 packs per thread, and 512 / kTeam blocks share an SM. Each block keeps as many one-row
-// stages as its share of 208 KB allows, 3 to 8 (3 at the sweep's bf16 widths, 5 at 5120).
-// Each thread reads its packs of the row into registers, writes h at once and sums h^2; one
-// barrier per row ends the stage's reads (thread 0 then starts the copies of the row that
-// stage holds next) and publishes the warps' sums; then y. Rows of up to 2048 packs (16384
-// bf16, 8192 fp32); wider or unaligned rows take v3.
-//
-// Same run, % of the copy ceiling, bf16, three repetitions (means), v4 against v3 at 1K / 2K /
-// 4K / 5120 / 8K / 16K (kernels/rmsnorm/NOTES.md, forty-third session):
-//   H200 95.9 / 95.6 / 94.0 / 94.6 / 93.5 / 92.4 against 94.5 / 94.0 / 91.8 / 93.9 / 91.3 / 91.8
-//   H100 96.3 / 95.9 / 95.4 / 94.7 / 95.7 / 95.0 against 95.7 / 94.9 / 95.2 / 95.1 / 95.0 / 94.9
-// A stage of several rows (blocks of 128 or 512 threads over teams of 32-256: the knob
-// KBENCH_BULK_MIN_BLOCK, the block's least size) read 1.0-3.0 lower at 1K-8K on the H200, and
-// L2 evict-first hints on the copies 3-4 lower at every width.
-constexpr int kBulkPacks = 4;
-constexpr int kBulkMaxStages = 8;
-constexpr int kBulkThreadsPerSm = 512;
-#ifndef KBENCH_BULK_STAGE_KB
-#define KBENCH_BULK_STAGE_KB 208  // an SM's stages in all: 3 of a 16K bf16 row (64 KB)
-#endif
-#ifndef KBENCH_BULK_MIN_BLOCK
-#define KBENCH_BULK_MIN_BLOCK 32  // 32: a block is one team (one row per stage)
-#endif
 
 // sum += the squares of the pack's elements (rmsnorm_rows' add_squares keeps a float2 of sums;
 // this kernel needs one).
@@ -204,133 +172,41 @@ __device__ __forceinline__ void add_squares(float& sum, const Vec16<T>& v) {
   }
 }
 
-template <class T, int kTeam, int kBlock>
-__global__ void __launch_bounds__(kBlock, kBulkThreadsPerSm / kBlock)
-    fused_add_rmsnorm_bulk(FwdParams<T> p, int stages) {
-#if KBENCH_BULK_COPY
-  constexpr int kRows = kBlock / kTeam;  // rows per stage
-  constexpr int kTeamWarps = kTeam / kWarpSize;
-  constexpr int V = Vec16<T>::kSize;
-  extern __shared__ __align__(128) unsigned char stage_memory[];
-  __shared__ uint64_t full[kBulkMaxStages];
-  __shared__ float warp_sums[2][kBlock / kWarpSize];
-
-  const int64_t cols = p.cols;
-  const int packs = static_cast<int>(cols / V);
-  const uint32_t row_bytes = static_cast<uint32_t>(cols * sizeof(T));
-  const uint32_t tensor_bytes = kRows * row_bytes;  // one tensor's rows in a stage
-  const int64_t groups = ceil_div(p.rows, kRows);
-  const int team = static_cast<int>(threadIdx.x) / kTeam;
-  const int lane = static_cast<int>(threadIdx.x) % kTeam;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-
-  const auto stage = [&](int s) { return stage_memory + static_cast<size_t>(s) * 2 * tensor_bytes; };
-  const auto start_copies = [&](int64_t group, int s) {
-    const int64_t first = group * kRows;
-    const uint32_t bytes =
-        static_cast<uint32_t>(p.rows - first < kRows ? p.rows - first : kRows) * row_bytes;
-    barrier_expect_bytes(&full[s], 2 * bytes);
-    bulk_copy(stage(s), p.x + first * cols, bytes, &full[s]);
-    bulk_copy(stage(s) + tensor_bytes, p.r + first * cols, bytes, &full[s]);
-  };
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) barrier_init(&full[s], 1);
-    barrier_init_fence();
-    for (int s = 0; s < stages; ++s) {
-      const int64_t group = blockIdx.x + static_cast<int64_t>(s) * gridDim.x;
-      if (group < groups) start_copies(group, s);
-    }
-  }
-  Vec16<T> w[kBulkPacks];
-#pragma unroll
-  for (int k = 0; k < kBulkPacks; ++k) {
-    const int pack = k * kTeam + lane;
-    w[k] = pack < packs ? load_vec(p.w + pack * V) : zero_vec<T>();
-    keep_packed(w[k]);
-  }
-  __syncthreads();  // the barriers' init
-
-  int s = 0;
-  uint32_t phase = 0;
-  int parity = 0;
-  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
-    barrier_wait(&full[s], phase);
-    const int64_t row = group * kRows + team;
-    const bool live = row < p.rows;
-    const T* xs = reinterpret_cast<const T*>(stage(s) + team * row_bytes);
-    const T* rs = reinterpret_cast<const T*>(stage(s) + tensor_bytes + team * row_bytes);
-    T* h_row = p.h + row * cols;
-    Vec16<T> h[kBulkPacks];
-    float sum = 0.f;
-#pragma unroll
-    for (int k = 0; k < kBulkPacks; ++k) {
-      const int col = (k * kTeam + lane) * V;
-      if (live && col < cols) {
-        h[k] = rmsnorm_rows::add_packs(load_vec(xs + col), load_vec(rs + col));
-        store_vec(h_row + col, h[k]);
-        add_squares(sum, h[k]);
-      }
-    }
-    sum = warp_reduce_sum(sum);
-    if constexpr (kTeamWarps > 1) {
-      if (threadIdx.x % kWarpSize == 0) warp_sums[parity][warp] = sum;
-    }
-    __syncthreads();  // the stage is read (and the warps' sums are out)
-    const int64_t next = group + static_cast<int64_t>(stages) * gridDim.x;
-    if (threadIdx.x == 0 && next < groups) start_copies(next, s);
-    if constexpr (kTeamWarps > 1) {
-      sum = 0.f;
-#pragma unroll
-      for (int i = 0; i < kTeamWarps; ++i) sum += warp_sums[parity][team * kTeamWarps + i];
-    }
-    const float rstd = rsqrtf(sum / static_cast<float>(cols) + p.eps);
-    T* y_row = p.y + row * cols;
-#pragma unroll
-    for (int k = 0; k < kBulkPacks; ++k) {
-      const int col = (k * kTeam + lane) * V;
-      if (live && col < cols) store_vec(y_row + col, rmsnorm_rows::normalize(h[k], w[k], rstd));
-    }
-    parity ^= 1;
-    if (++s == stages) {
-      s = 0;
-      phase ^= 1;
-    }
-  }
-#endif
-}
-
-// Returns false (launching nothing) where v4 does not apply: unaligned rows, rows past 2048
-// packs, devices without bulk copies.
+// bulk_rows.cuh's policy for fused_add_rmsnorm (its top has the same-run A/B against v3): x
+// and r staged, w held, h kept; h is written as soon as it is made, y after the row sum.
 template <class T>
-bool launch_v4(const FwdParams<T>& p, const LaunchArgs& a) {
-  if (!rmsnorm_rows::fwd_rows_aligned(p) || !staged_rows::device_limits().clusters) return false;
-  const int64_t packs = p.cols / Vec16<T>::kSize;
-  const auto launch = [&](auto team) -> bool {
-    constexpr int kTeam = decltype(team)::value;
-    if (packs > int64_t{kTeam} * kBulkPacks) return false;
-    constexpr int kBlock = std::max(KBENCH_BULK_MIN_BLOCK, kTeam);
-    constexpr int kRows = kBlock / kTeam;
-    constexpr int kBlocksPerSm = kBulkThreadsPerSm / kBlock;
-    const size_t budget = size_t{KBENCH_BULK_STAGE_KB} * 1024 / kBlocksPerSm;
-    const size_t stage_bytes = size_t{2} * kRows * p.cols * sizeof(T);
-    const int stages = static_cast<int>(std::min<size_t>(kBulkMaxStages, budget / stage_bytes));
-    if (stages < 2) return false;
-    const int64_t groups = ceil_div(p.rows, kRows);
-    const int grid = static_cast<int>(
-        std::min<int64_t>(groups, int64_t{std::max(a.sm_count, 1)} * kBlocksPerSm));
-    const auto kernel = fused_add_rmsnorm_bulk<T, kTeam, kBlock>;
-    static std::atomic<uint64_t> done{0}, carveout{0};
-    allow_shared_bytes(reinterpret_cast<const void*>(kernel), budget, done);
-    if (kBlocksPerSm > 1) prefer_shared_carveout(reinterpret_cast<const void*>(kernel), carveout);
-    kernel<<<grid, kBlock, stages * stage_bytes, stream_of(a)>>>(p, stages);
-    KB_GPU_CHECK_LAUNCH();
-    return true;
+struct FusedAddRmsnormBulk {
+  using Type = T;
+  using Params = FwdParams<T>;
+  using Sums = float;
+  using Held = Vec16<T>;  // w
+  using Kept = Vec16<T>;  // h
+  struct Stats {
+    float rstd;
   };
-  using std::integral_constant;
-  return launch(integral_constant<int, 32>{}) || launch(integral_constant<int, 64>{}) ||
-         launch(integral_constant<int, 128>{}) || launch(integral_constant<int, 256>{}) ||
-         launch(integral_constant<int, 512>{});
-}
+  static constexpr int kStaged = 2;  // x, r
+
+  static bool aligned(const Params& p) { return rmsnorm_rows::fwd_rows_aligned(p); }
+  __device__ static const T* staged(const Params& p, int i) { return i == 0 ? p.x : p.r; }
+  __device__ static Held hold(const Params& p, int col, bool valid) {
+    return valid ? load_vec(p.w + col) : zero_vec<T>();
+  }
+  __device__ static void keep_held_packed(Held& w) { keep_packed(w); }
+  __device__ static Kept take(const Params& p, const Vec16<T> (&in)[2], int64_t row, int col,
+                              float& sum) {
+    const Vec16<T> h = rmsnorm_rows::add_packs(in[0], in[1]);
+    store_vec(p.h + row * p.cols + col, h);
+    add_squares(sum, h);
+    return h;
+  }
+  __device__ static Stats stats(const Params& p, float sum) {
+    return Stats{rsqrtf(sum / static_cast<float>(p.cols) + p.eps)};
+  }
+  __device__ static void store(const Params& p, int64_t row, int col, const Kept& h, const Held& w,
+                               const Stats& s) {
+    store_vec(p.y + row * p.cols + col, rmsnorm_rows::normalize(h, w, s.rstd));
+  }
+};
 
 }  // namespace
 
@@ -389,7 +265,7 @@ KBENCH_REGISTER(fused_add_rmsnorm_v4_bulk_rows) {
         dispatch_dtype(a.dtype, [&](auto tag) {
           using T = typename decltype(tag)::type;
           const FwdParams<T> p = fused_add_params<T>(a);
-          if (!launch_v4(p, a)) launch_v3(p, a);
+          if (!bulk_rows::launch_bulk_rows<FusedAddRmsnormBulk<T>>(p, a)) launch_v3(p, a);
         });
       })
       .rejects(accepts_any_shape)

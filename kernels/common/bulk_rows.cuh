@@ -1,0 +1,200 @@
+// Rows staged in shared memory by bulk copies (kernels/common/bulk_copy.h, sm_90): the skeleton
+// of the forwards' `*_bulk_rows` impls, whose rows one block holds at 4 packs per thread.
+//
+// Each row's staged tensors come into shared memory by one bulk copy each (one instruction,
+// issued by one thread), not by a 16-byte cp.async per thread and pack as in the staged
+// skeleton (staged_rows.cuh), whose queue of copies was fused_add_rmsnorm's wait there (ncu at
+// 4096x8192 bf16 on the H200: MIO throttle 20.7% and LG throttle 7.2% of its samples; here both
+// are gone, the wait is long scoreboard on the stores). A block is one team of kTeam threads,
+// the smallest of 32-512 that holds the row at 4 packs per thread, and 512 / kTeam blocks share
+// an SM. Each block keeps as many one-row stages as its share of 208 KB allows, 3 to 8 (3 at
+// the sweep's bf16 widths, 5 at 5120). Each thread reads its packs of the row into registers
+// (Op::take, which may store an output at once and adds to the row's sums); one barrier per
+// row ends the stage's reads (thread 0 then starts the copies of the row that stage holds
+// next) and publishes the warps' sums; then Op::store writes the outputs. Rows of up to 2048
+// packs (16384 bf16, 8192 fp32).
+//
+// An Op provides:
+//   Type, Params (with rows, cols), Sums (float, float2 or float4), Stats, Held, Kept
+//   kStaged                          how many tensors are staged
+//   aligned(p)                       host: every row of every tensor 16-byte aligned
+//   staged(p, i)                     tensor i's first element
+//   hold(p, col, valid)              what a thread keeps across rows for its pack at col (w)
+//   keep_held_packed(held)           keep_packed (vec.h) on each of held's packs, in place: on
+//                                    a copy returned from hold, fused_add_rmsnorm's code differs
+//   take(p, in, row, col, sums)      the pack's staged values in -> what the thread keeps of
+//                                    it until the outputs (and its terms in sums)
+//   stats(p, total)                  the row's statistics from the team's sums
+//   store(p, row, col, kept, held, stats)
+//
+// Same run, % of the copy ceiling, bf16, three repetitions (means), fused_add_rmsnorm's v4
+// against v3 at 1K / 2K / 4K / 5120 / 8K / 16K (kernels/rmsnorm/NOTES.md, forty-third session):
+//   H200 95.9 / 95.6 / 94.0 / 94.6 / 93.5 / 92.4 against 94.5 / 94.0 / 91.8 / 93.9 / 91.3 / 91.8
+//   H100 96.3 / 95.9 / 95.4 / 94.7 / 95.7 / 95.0 against 95.7 / 94.9 / 95.2 / 95.1 / 95.0 / 94.9
+// A stage of several rows (blocks of 128 or 512 threads over teams of 32-256: the knob
+// KBENCH_BULK_MIN_BLOCK, the block's least size) read 1.0-3.0 lower at 1K-8K on the H200, and
+// L2 evict-first hints on the copies 3-4 lower at every width.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+#include "harness/registry.h"
+#include "kernels/common/bulk_copy.h"
+#include "kernels/common/compat.h"
+#include "kernels/common/launch.h"
+#include "kernels/common/reduce.h"
+#include "kernels/common/staged_rows.cuh"
+#include "kernels/common/vec.h"
+
+#ifndef KBENCH_BULK_STAGE_KB
+#define KBENCH_BULK_STAGE_KB 208  // an SM's stages in all: 3 of a 16K bf16 row of two tensors
+#endif
+#ifndef KBENCH_BULK_MIN_BLOCK
+#define KBENCH_BULK_MIN_BLOCK 32  // 32: a block is one team (one row per stage)
+#endif
+
+namespace kbench::bulk_rows {
+
+constexpr int kPacks = 4;  // per thread
+constexpr int kMaxStages = 8;
+constexpr int kThreadsPerSm = 512;
+
+template <class Op, int kTeam, int kBlock>
+__global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
+    bulk_rows_kernel(typename Op::Params p, int stages) {
+#if KBENCH_BULK_COPY
+  using T = typename Op::Type;
+  using Sums = typename Op::Sums;
+  constexpr int kRows = kBlock / kTeam;  // rows per stage
+  constexpr int kTeamWarps = kTeam / kWarpSize;
+  constexpr int kStaged = Op::kStaged;
+  constexpr int V = Vec16<T>::kSize;
+  extern __shared__ __align__(128) unsigned char stage_memory[];
+  __shared__ uint64_t full[kMaxStages];
+  __shared__ Sums warp_sums[2][kBlock / kWarpSize];
+
+  const int64_t cols = p.cols;
+  const int packs = static_cast<int>(cols / V);
+  const uint32_t row_bytes = static_cast<uint32_t>(cols * sizeof(T));
+  const uint32_t tensor_bytes = kRows * row_bytes;  // one tensor's rows in a stage
+  const int64_t groups = ceil_div(p.rows, kRows);
+  const int team = static_cast<int>(threadIdx.x) / kTeam;
+  const int lane = static_cast<int>(threadIdx.x) % kTeam;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+
+  const auto stage = [&](int s) {
+    return stage_memory + static_cast<size_t>(s) * kStaged * tensor_bytes;
+  };
+  const auto start_copies = [&](int64_t group, int s) {
+    const int64_t first = group * kRows;
+    const uint32_t bytes =
+        static_cast<uint32_t>(p.rows - first < kRows ? p.rows - first : kRows) * row_bytes;
+    barrier_expect_bytes(&full[s], kStaged * bytes);
+#pragma unroll
+    for (int i = 0; i < kStaged; ++i) {
+      bulk_copy(stage(s) + i * tensor_bytes, Op::staged(p, i) + first * cols, bytes, &full[s]);
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) barrier_init(&full[s], 1);
+    barrier_init_fence();
+    for (int s = 0; s < stages; ++s) {
+      const int64_t group = blockIdx.x + static_cast<int64_t>(s) * gridDim.x;
+      if (group < groups) start_copies(group, s);
+    }
+  }
+  typename Op::Held held[kPacks];
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int pack = k * kTeam + lane;
+    held[k] = Op::hold(p, pack * V, pack < packs);
+    Op::keep_held_packed(held[k]);
+  }
+  __syncthreads();  // the barriers' init
+
+  int s = 0;
+  uint32_t phase = 0;
+  int parity = 0;
+  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
+    barrier_wait(&full[s], phase);
+    const int64_t row = group * kRows + team;
+    const bool live = row < p.rows;
+    const unsigned char* row_stage = stage(s) + team * row_bytes;
+    typename Op::Kept kept[kPacks];
+    Sums sums{};
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const int col = (k * kTeam + lane) * V;
+      if (live && col < cols) {
+        Vec16<T> in[kStaged];
+#pragma unroll
+        for (int i = 0; i < kStaged; ++i) {
+          in[i] = load_vec(reinterpret_cast<const T*>(row_stage + i * tensor_bytes) + col);
+        }
+        kept[k] = Op::take(p, in, row, col, sums);
+      }
+    }
+    sums = warp_reduce_sum(sums);
+    if constexpr (kTeamWarps > 1) {
+      if (threadIdx.x % kWarpSize == 0) warp_sums[parity][warp] = sums;
+    }
+    __syncthreads();  // the stage is read (and the warps' sums are out)
+    const int64_t next = group + static_cast<int64_t>(stages) * gridDim.x;
+    if (threadIdx.x == 0 && next < groups) start_copies(next, s);
+    if constexpr (kTeamWarps > 1) {
+      sums = Sums{};
+#pragma unroll
+      for (int i = 0; i < kTeamWarps; ++i) add_to(sums, warp_sums[parity][team * kTeamWarps + i]);
+    }
+    const typename Op::Stats stats = Op::stats(p, sums);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const int col = (k * kTeam + lane) * V;
+      if (live && col < cols) Op::store(p, row, col, kept[k], held[k], stats);
+    }
+    parity ^= 1;
+    if (++s == stages) {
+      s = 0;
+      phase ^= 1;
+    }
+  }
+#endif
+}
+
+// Launches Op's rows and returns true, or returns false (launching nothing) where the skeleton
+// does not apply: unaligned rows, rows past 2048 packs, devices without bulk copies.
+template <class Op>
+bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
+  using T = typename Op::Type;
+  if (!Op::aligned(p) || !staged_rows::device_limits().clusters) return false;
+  const int64_t packs = p.cols / Vec16<T>::kSize;
+  const auto launch = [&](auto team) -> bool {
+    constexpr int kTeam = decltype(team)::value;
+    if (packs > int64_t{kTeam} * kPacks) return false;
+    constexpr int kBlock = std::max(KBENCH_BULK_MIN_BLOCK, kTeam);
+    constexpr int kRows = kBlock / kTeam;
+    constexpr int kBlocksPerSm = kThreadsPerSm / kBlock;
+    const size_t budget = size_t{KBENCH_BULK_STAGE_KB} * 1024 / kBlocksPerSm;
+    const size_t stage_bytes = size_t{Op::kStaged} * kRows * p.cols * sizeof(T);
+    const int stages = static_cast<int>(std::min<size_t>(kMaxStages, budget / stage_bytes));
+    if (stages < 2) return false;
+    const int64_t groups = ceil_div(p.rows, kRows);
+    const int grid = static_cast<int>(
+        std::min<int64_t>(groups, int64_t{std::max(a.sm_count, 1)} * kBlocksPerSm));
+    const auto kernel = bulk_rows_kernel<Op, kTeam, kBlock>;
+    static std::atomic<uint64_t> done{0}, carveout{0};
+    allow_shared_bytes(reinterpret_cast<const void*>(kernel), budget, done);
+    if (kBlocksPerSm > 1) prefer_shared_carveout(reinterpret_cast<const void*>(kernel), carveout);
+    kernel<<<grid, kBlock, stages * stage_bytes, stream_of(a)>>>(p, stages);
+    KB_GPU_CHECK_LAUNCH();
+    return true;
+  };
+  using std::integral_constant;
+  return launch(integral_constant<int, 32>{}) || launch(integral_constant<int, 64>{}) ||
+         launch(integral_constant<int, 128>{}) || launch(integral_constant<int, 256>{}) ||
+         launch(integral_constant<int, 512>{});
+}
+
+}  // namespace kbench::bulk_rows
