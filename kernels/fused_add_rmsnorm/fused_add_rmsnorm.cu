@@ -160,18 +160,6 @@ void launch_v3(const FwdParams<T>& p, const LaunchArgs& a) {
 // v4_bulk_rows: x and r staged by bulk copies (kernels/common/bulk_rows.cuh)
 // ---------------------------------------------------------------------------------------------
 
-// sum += the squares of the pack's elements (rmsnorm_rows' add_squares keeps a float2 of sums;
-// this kernel needs one).
-template <class T>
-__device__ __forceinline__ void add_squares(float& sum, const Vec16<T>& v) {
-#pragma unroll
-  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
-    const float2 e = get_pair(v, j);
-    sum = fmaf(e.x, e.x, sum);
-    sum = fmaf(e.y, e.y, sum);
-  }
-}
-
 // bulk_rows.cuh's policy for fused_add_rmsnorm (its top has the same-run A/B against v3): x
 // and r staged, w held, h kept; h is written as soon as it is made, y after the row sum.
 template <class T>
@@ -196,7 +184,7 @@ struct FusedAddRmsnormBulk {
                               float& sum) {
     const Vec16<T> h = rmsnorm_rows::add_packs(in[0], in[1]);
     store_vec(p.h + row * p.cols + col, h);
-    add_squares(sum, h);
+    rmsnorm_rows::add_squares(sum, h);
     return h;
   }
   __device__ static Stats stats(const Params& p, float sum) {

@@ -57,6 +57,17 @@ __device__ __forceinline__ Vec16<T> normalize(const Vec16<T>& xv, const Vec16<T>
   return yv;
 }
 
+// sum += the squares of the pack's elements, a pair at a time.
+template <class T>
+__device__ __forceinline__ void add_squares(float& sum, const Vec16<T>& v) {
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
+    const float2 e = get_pair(v, j);
+    sum = fmaf(e.x, e.x, sum);
+    sum = fmaf(e.y, e.y, sum);
+  }
+}
+
 // h = x + r for one pack, in fp32, rounded once to T.
 template <class T>
 __device__ __forceinline__ Vec16<T> add_packs(const Vec16<T>& xv, const Vec16<T>& rv) {
@@ -319,12 +330,7 @@ struct RmsnormFwdStaged {
   }
   // sums.x += the squares of the pack's elements.
   __device__ static void add_squares(float2& sums, const Vec16<T>& v) {
-#pragma unroll
-    for (int j = 0; j < Vec16<T>::kSize / 2; ++j) {
-      const float2 e = get_pair(v, j);
-      sums.x = fmaf(e.x, e.x, sums.x);
-      sums.x = fmaf(e.y, e.y, sums.x);
-    }
+    rmsnorm_rows::add_squares(sums.x, v);
   }
   __device__ static void finish_round(int, float2 total, Stats& s, const Params& p) {
 #if KBENCH_RMSNORM_FWD_RECIPROCAL
