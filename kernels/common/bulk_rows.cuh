@@ -34,7 +34,7 @@
 // A stage of several rows (blocks of 128 or 512 threads over teams of 32-256: the knob
 // KBENCH_BULK_MIN_BLOCK, the block's least size) read 1.0-3.0 lower at 1K-8K on the H200, and
 // L2 evict-first hints on the copies 3-4 lower at every width. Policies for rmsnorm, layernorm
-// and polynorm (one staged tensor) read 1-9 lower than their staged impls on the H200, and
+// and polynorm (one staged tensor) read 0.6-8.8 lower than their staged impls on the H200, and
 // fused_mul_polynorm's level on average; outputs stored by bulk copies from the stage, and 2 or
 // 8 packs per thread, read lower too (NOTES, forty-fourth session).
 #pragma once
