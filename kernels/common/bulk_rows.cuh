@@ -1,5 +1,6 @@
 // Rows staged in shared memory by bulk copies (kernels/common/bulk_copy.h, sm_90): the skeleton
-// of the forwards' `*_bulk_rows` impls, whose rows one block holds at 4 packs per thread.
+// of the forwards' `*_bulk_rows` impls (fused_add_rmsnorm v4, layernorm v6, fused_mul_polynorm
+// v5), whose rows one block holds at 4 packs per thread.
 //
 // Each row's staged tensors come into shared memory by one bulk copy each (one instruction,
 // issued by one thread), not by a 16-byte cp.async per thread and pack as in the staged
@@ -8,15 +9,17 @@
 // are gone, the wait is long scoreboard on the stores). A block is one team of kTeam threads,
 // the smallest of 32-512 that holds the row at 4 packs per thread, and 512 / kTeam blocks share
 // an SM. Each block keeps as many one-row stages as its share of 208 KB allows, 3 to 8 (3 at
-// the sweep's bf16 widths, 5 at 5120). Each thread reads its packs of the row into registers
-// (Op::take, which may store an output at once and adds to the row's sums); one barrier per
-// row ends the stage's reads (thread 0 then starts the copies of the row that stage holds
-// next) and publishes the warps' sums; then Op::store writes the outputs. Rows of up to 2048
-// packs (16384 bf16, 8192 fp32).
+// the sweep's bf16 widths with two staged tensors, 6 with one, 5 at 5120). Each thread reads
+// its packs of the row into registers (Op::take, which may store an output at once and adds to
+// the row's sums); one barrier per row ends the stage's reads (thread 0 then starts the copies
+// of the row that stage holds next) and publishes the warps' sums; then Op::store writes the
+// outputs. Full rows (packs == kTeam * 4: 1K, 2K, 4K, 8K, 16K bf16) take a kernel without a
+// branch per pack. Rows of up to 2048 packs (16384 bf16, 8192 fp32).
 //
 // An Op provides:
 //   Type, Params (with rows, cols), Sums (float, float2 or float4), Stats, Held, Kept
 //   kStaged                          how many tensors are staged
+//   kLargestTeam, kFullRowsOnly      which rows it takes (others go to the op's staged impl)
 //   aligned(p)                       host: every row of every tensor 16-byte aligned
 //   staged(p, i)                     tensor i's first element
 //   hold(p, col, valid)              what a thread keeps across rows for its pack at col (w)
@@ -26,17 +29,25 @@
 //                                    it until the outputs (and its terms in sums)
 //   stats(p, total)                  the row's statistics from the team's sums
 //   store(p, row, col, kept, held, stats)
+//   kSecondRound                     whether a second round of sums over the kept packs may
+//                                    follow (layernorm's variance where one round would lose
+//                                    digits); then needs_second_round(stats), add_second(sums,
+//                                    kept, stats) and second_stats(p, total, stats)
 //
 // Same run, % of the copy ceiling, bf16, three repetitions (means), fused_add_rmsnorm's v4
 // against v3 at 1K / 2K / 4K / 5120 / 8K / 16K (kernels/rmsnorm/NOTES.md, forty-third session):
 //   H200 95.9 / 95.6 / 94.0 / 94.6 / 93.5 / 92.4 against 94.5 / 94.0 / 91.8 / 93.9 / 91.3 / 91.8
 //   H100 96.3 / 95.9 / 95.4 / 94.7 / 95.7 / 95.0 against 95.7 / 94.9 / 95.2 / 95.1 / 95.0 / 94.9
-// A stage of several rows (blocks of 128 or 512 threads over teams of 32-256: the knob
-// KBENCH_BULK_MIN_BLOCK, the block's least size) read 1.0-3.0 lower at 1K-8K on the H200, and
-// L2 evict-first hints on the copies 3-4 lower at every width. Policies for rmsnorm, layernorm
-// and polynorm (one staged tensor) read 0.6-8.8 lower than their staged impls on the H200, and
-// fused_mul_polynorm's level on average; outputs stored by bulk copies from the stage, and 2 or
-// 8 packs per thread, read lower too (NOTES, forty-fourth session).
+// The branch-free kernel for full rows added 0.5 / 0.9 / 0.3 / - / 0.0 / 0.8 on the H200, and
+// made the skeleton the faster one for layernorm at 1K-4K (94.5 / 95.3 / 95.0 against v4's 93.1
+// / 94.3 / 93.8) and fused_mul_polynorm at 1K-8K (96.3 / 96.9 / 95.4 / 93.0 against 93.9 /
+// 93.5 / 92.3 / 92.5); rows that are not full (5120) read 3-4 lower, wider ones 1-4.5 lower
+// (NOTES, forty-fifth session). rmsnorm (+0.6 at 1K / 2K, lower from 4K) and polynorm (lower at
+// every width) keep their staged impls. A stage of several rows (blocks of 128 or 512 threads
+// over teams of 32-256: the knob KBENCH_BULK_MIN_BLOCK, the block's least size) read 1.0-3.0
+// lower at 1K-8K on the H200, and L2 evict-first hints on the copies 3-4 lower at every width;
+// outputs stored by bulk copies from the stage, and 2 or 8 packs per thread, read lower too
+// (NOTES, forty-fourth session).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -64,7 +75,7 @@ constexpr int kPacks = 4;  // per thread
 constexpr int kMaxStages = 8;
 constexpr int kThreadsPerSm = 512;
 
-template <class Op, int kTeam, int kBlock>
+template <class Op, int kTeam, int kBlock, bool kFull>
 __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
     bulk_rows_kernel(typename Op::Params p, int stages) {
 #if KBENCH_BULK_COPY
@@ -123,14 +134,17 @@ __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
   for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
     barrier_wait(&full[s], phase);
     const int64_t row = group * kRows + team;
-    const bool live = row < p.rows;
+    // A stage of one row is always live (group < groups), and a full row (kFull: packs ==
+    // kTeam * kPacks) has all its packs: no branch per pack (ncu at 4096x8192 bf16 on the H200
+    // counted 0.75 more branch instructions per element with it).
+    const bool live = kRows == 1 || row < p.rows;
     const unsigned char* row_stage = stage(s) + team * row_bytes;
     typename Op::Kept kept[kPacks];
     Sums sums{};
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const int col = (k * kTeam + lane) * V;
-      if (live && col < cols) {
+      if (live && (kFull || col < cols)) {
         Vec16<T> in[kStaged];
 #pragma unroll
         for (int i = 0; i < kStaged; ++i) {
@@ -144,18 +158,44 @@ __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
       if (threadIdx.x % kWarpSize == 0) warp_sums[parity][warp] = sums;
     }
     __syncthreads();  // the stage is read (and the warps' sums are out)
-    const int64_t next = group + static_cast<int64_t>(stages) * gridDim.x;
-    if (threadIdx.x == 0 && next < groups) start_copies(next, s);
+    if (threadIdx.x == 0) {
+      const int64_t next = group + static_cast<int64_t>(stages) * gridDim.x;
+      if (next < groups) start_copies(next, s);
+    }
     if constexpr (kTeamWarps > 1) {
       sums = Sums{};
 #pragma unroll
       for (int i = 0; i < kTeamWarps; ++i) add_to(sums, warp_sums[parity][team * kTeamWarps + i]);
     }
-    const typename Op::Stats stats = Op::stats(p, sums);
+    typename Op::Stats stats = Op::stats(p, sums);
+    if constexpr (Op::kSecondRound) {
+      // A second round of sums over the kept packs (layernorm's sum (x - mean)^2 for rows whose
+      // one-round variance would cancel). Every thread of the team takes the same decision (its
+      // totals are bitwise the same), and a team is the block (kRows == 1): the barrier is safe.
+      static_assert(kRows == 1, "a second round needs one team per block");
+      if (Op::needs_second_round(stats)) {
+        __shared__ Sums round_sums[kTeamWarps];
+        Sums second{};
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+          const int col = (k * kTeam + lane) * V;
+          if (live && (kFull || col < cols)) Op::add_second(second, kept[k], stats);
+        }
+        second = warp_reduce_sum(second);
+        if constexpr (kTeamWarps > 1) {
+          if (threadIdx.x % kWarpSize == 0) round_sums[warp] = second;
+          __syncthreads();
+          second = Sums{};
+#pragma unroll
+          for (int i = 0; i < kTeamWarps; ++i) add_to(second, round_sums[i]);
+        }
+        Op::second_stats(p, second, stats);
+      }
+    }
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const int col = (k * kTeam + lane) * V;
-      if (live && col < cols) Op::store(p, row, col, kept[k], held[k], stats);
+      if (live && (kFull || col < cols)) Op::store(p, row, col, kept[k], held[k], stats);
     }
     parity ^= 1;
     if (++s == stages) {
@@ -167,7 +207,9 @@ __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
 }
 
 // Launches Op's rows and returns true, or returns false (launching nothing) where the skeleton
-// does not apply: unaligned rows, rows past 2048 packs, devices without bulk copies.
+// does not apply: unaligned rows, rows past 2048 packs, devices without bulk copies, and rows
+// the op leaves to its staged impl (teams past Op::kLargestTeam; rows that are not full where
+// Op::kFullRowsOnly).
 template <class Op>
 bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
   using T = typename Op::Type;
@@ -175,24 +217,37 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
   const int64_t packs = p.cols / Vec16<T>::kSize;
   const auto launch = [&](auto team) -> bool {
     constexpr int kTeam = decltype(team)::value;
-    if (packs > int64_t{kTeam} * kPacks) return false;
-    constexpr int kBlock = std::max(KBENCH_BULK_MIN_BLOCK, kTeam);
-    constexpr int kRows = kBlock / kTeam;
-    constexpr int kBlocksPerSm = kThreadsPerSm / kBlock;
-    const size_t budget = size_t{KBENCH_BULK_STAGE_KB} * 1024 / kBlocksPerSm;
-    const size_t stage_bytes = size_t{Op::kStaged} * kRows * p.cols * sizeof(T);
-    const int stages = static_cast<int>(std::min<size_t>(kMaxStages, budget / stage_bytes));
-    if (stages < 2) return false;
-    const int64_t groups = ceil_div(p.rows, kRows);
-    const int grid = static_cast<int>(
-        std::min<int64_t>(groups, int64_t{std::max(a.sm_count, 1)} * kBlocksPerSm));
-    const auto kernel = bulk_rows_kernel<Op, kTeam, kBlock>;
-    static std::atomic<uint64_t> done{0}, carveout{0};
-    allow_shared_bytes(reinterpret_cast<const void*>(kernel), budget, done);
-    if (kBlocksPerSm > 1) prefer_shared_carveout(reinterpret_cast<const void*>(kernel), carveout);
-    kernel<<<grid, kBlock, stages * stage_bytes, stream_of(a)>>>(p, stages);
-    KB_GPU_CHECK_LAUNCH();
-    return true;
+    if constexpr (kTeam > Op::kLargestTeam) {
+      return false;  // the op's staged impl takes these rows
+    } else {
+      if (packs > int64_t{kTeam} * kPacks) return false;  // a larger team's row
+      const bool full = packs == int64_t{kTeam} * kPacks;
+      if (Op::kFullRowsOnly && !full) return false;  // (larger teams' rows are not full either)
+      constexpr int kBlock = std::max(KBENCH_BULK_MIN_BLOCK, kTeam);
+      constexpr int kRows = kBlock / kTeam;
+      constexpr int kBlocksPerSm = kThreadsPerSm / kBlock;
+      const size_t budget = size_t{KBENCH_BULK_STAGE_KB} * 1024 / kBlocksPerSm;
+      const size_t stage_bytes = size_t{Op::kStaged} * kRows * p.cols * sizeof(T);
+      const int stages = static_cast<int>(std::min<size_t>(kMaxStages, budget / stage_bytes));
+      if (stages < 2) return false;
+      const int64_t groups = ceil_div(p.rows, kRows);
+      const int grid = static_cast<int>(
+          std::min<int64_t>(groups, int64_t{std::max(a.sm_count, 1)} * kBlocksPerSm));
+      const auto run = [&](auto full_rows) {
+        const auto kernel = bulk_rows_kernel<Op, kTeam, kBlock, decltype(full_rows)::value>;
+        static std::atomic<uint64_t> done{0}, carveout{0};
+        allow_shared_bytes(reinterpret_cast<const void*>(kernel), budget, done);
+        if (kBlocksPerSm > 1) prefer_shared_carveout(reinterpret_cast<const void*>(kernel), carveout);
+        kernel<<<grid, kBlock, stages * stage_bytes, stream_of(a)>>>(p, stages);
+      };
+      if (full) {
+        run(std::true_type{});
+      } else if constexpr (!Op::kFullRowsOnly) {
+        run(std::false_type{});
+      }
+      KB_GPU_CHECK_LAUNCH();
+      return true;
+    }
   };
   using std::integral_constant;
   return launch(integral_constant<int, 32>{}) || launch(integral_constant<int, 64>{}) ||

@@ -19,8 +19,9 @@
 //                   32768 bf16, a cluster of blocks per row past that. Unaligned rows take v2's.
 //   v4_bulk_rows    x and r of each row staged by two bulk copies (TMA, sm_90), a block of one
 //                   team per row, 512 threads per SM in 1-16 blocks, 3-8 rows in flight
-//                   each; h written as soon as it is made, y after the row sum. Rows of up to
-//                   16384 bf16; wider, unaligned rows and GPUs before sm_90 take v3.
+//                   each; h written as soon as it is made, y after the row sum; full rows
+//                   (N = 1024 * 2^k bf16) without a branch per pack. Rows of up to 16384
+//                   bf16; wider, unaligned rows and GPUs before sm_90 take v3.
 #include <cstdint>
 
 #include "harness/registry.h"
@@ -173,6 +174,9 @@ struct FusedAddRmsnormBulk {
     float rstd;
   };
   static constexpr int kStaged = 2;  // x, r
+  static constexpr int kLargestTeam = 512;  // every row up to 16384 bf16 (all faster than v3's)
+  static constexpr bool kFullRowsOnly = false;
+  static constexpr bool kSecondRound = false;
 
   static bool aligned(const Params& p) { return rmsnorm_rows::fwd_rows_aligned(p); }
   __device__ static const T* staged(const Params& p, int i) { return i == 0 ? p.x : p.r; }

@@ -38,6 +38,11 @@
 //                   Triton kernel): x in registers, two warp reductions, no staging or
 //                   persistence. Rows of up to 1024 elements (others skipped); the H200's
 //                   fastest at 1K, not the H100's.
+//   v6_bulk_rows    x of each row staged by one bulk copy (TMA, sm_90; kernels/common/
+//                   bulk_rows.cuh), a block of one team per row, 512 threads per SM, 6 rows in
+//                   flight per block; v4's rounds of sums. Full rows of up to 128-thread
+//                   teams only (1K, 2K, 4K bf16; 512-2K fp32); other rows, and GPUs before
+//                   sm_90, take v4.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -45,6 +50,7 @@
 #include <type_traits>
 
 #include "harness/registry.h"
+#include "kernels/common/bulk_rows.cuh"
 #include "kernels/common/compat.h"
 #include "kernels/common/dtypes.h"
 #include "kernels/common/launch.h"
@@ -613,6 +619,62 @@ void launch_v4(const FwdParams<T>& p, const LaunchArgs& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// v6_bulk_rows: the bulk-rows skeleton (kernels/common/bulk_rows.cuh) for full rows of up to
+// 128-thread teams (1K-4K bf16), one round of sums (x, x^2) and a second over the kept packs
+// where one_pass_variance_ok turns the first down; other rows take v4.
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+struct LayernormBulk {
+  using Staged = LayernormFwdStaged<T>;
+  using Type = T;
+  using Params = FwdParams<T>;
+  using Sums = float2;
+  struct Held {
+    Vec16<T> w, b;
+  };
+  using Kept = Vec16<T>;  // x
+  using Stats = typename Staged::Stats;
+  static constexpr int kStaged = 1;
+  // Wider or partly filled rows read 1.3-4.5 points lower than v4's (H200, bf16, NOTES).
+  static constexpr int kLargestTeam = 128;
+  static constexpr bool kFullRowsOnly = true;
+  static constexpr bool kSecondRound = true;
+
+  static bool aligned(const Params& p) { return fwd_rows_aligned(p); }
+  __device__ static const T* staged(const Params& p, int) { return p.x; }
+  __device__ static Held hold(const Params& p, int col, bool valid) {
+    return valid ? Held{load_vec(p.w + col), load_vec(p.b + col)}
+                 : Held{zero_vec<T>(), zero_vec<T>()};
+  }
+  __device__ static void keep_held_packed(Held& h) {
+    keep_packed(h.w);
+    keep_packed(h.b);
+  }
+  __device__ static Kept take(const Params&, const Vec16<T> (&in)[1], int64_t, int, float2& sums) {
+    add_elements_and_squares(sums, in[0]);
+    return in[0];
+  }
+  __device__ static Stats stats(const Params& p, float2 total) {
+    Stats s;
+    Staged::finish_round(0, total, s, p);
+    return s;
+  }
+  __device__ static bool needs_second_round(const Stats& s) { return s.second_round; }
+  __device__ static void add_second(float2& sums, const Kept& x, const Stats& s) {
+    add_sq_deviations<T, true>(sums, x, s.mean, Vec16<T>::kSize);
+  }
+  __device__ static void second_stats(const Params& p, float2 total, Stats& s) {
+    Staged::finish_round(1, total, s, p);
+  }
+  __device__ static void store(const Params& p, int64_t row, int col, const Kept& x,
+                               const Held& h, const Stats& s) {
+    const Vec16<T> y = normalize<T, true>(x, h.w, h.b, s.mean, s.rstd, s.shift);
+    store_vec(p.y + row * p.cols + col, y);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
 // v5_vec16_warp_rows: one warp-sized block per row on a grid of M blocks, not persistent, as
 // torch.compile's Triton kernel for 1K rows (num_warps 1, 64 registers; read on the H200 in
 // the twenty-eighth session): each lane loads its packs of x at once, the row's two
@@ -762,6 +824,21 @@ KBENCH_REGISTER(layernorm_v5_vec16_warp_rows) {
         });
       })
       .rejects(warp_rows_reject)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(layernorm_v6_bulk_rows) {
+  register_impl("layernorm", "v6_bulk_rows")
+      .note("x staged by bulk copies (TMA), one block per row, full rows to 4K bf16; else v4")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch([](const LaunchArgs& a) {
+        dispatch_dtype(a.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const FwdParams<T> p = fwd_params<T>(a);
+          if (!bulk_rows::launch_bulk_rows<LayernormBulk<T>>(p, a)) launch_v4(p, a);
+        });
+      })
+      .rejects(accepts_any_shape)
       .workspace(no_workspace);
 }
 

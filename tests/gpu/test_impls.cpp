@@ -50,6 +50,9 @@ struct Collect : Reporter {
 // 5 x 16384.
 // Rows a warp holds whole (layernorm v5: N <= 1024, a multiple of the pack), full and not:
 // 7 x 1024, 33 x 1000, 65537 x 8.
+// Full rows of the bulk-rows skeleton (kernels/common/bulk_rows.cuh: 4 packs per thread of a
+// 128-thread team in bf16, 256 in fp32) with more rows per block than it has stages, so each
+// stage is refilled and its barrier's phase turns: 4099 x 4096.
 std::vector<Shape> edge_shapes() {
   std::vector<Shape> shapes;
   for (int64_t m : {1, 7})
@@ -62,7 +65,7 @@ std::vector<Shape> edge_shapes() {
                   Shape{70, 65536}, Shape{9, 18440}, Shape{5, 24584}, Shape{40, 40000},
                   Shape{3, 80000}, Shape{11, 49152}, Shape{130, 32768}, Shape{125, 40000},
                   Shape{17, 2048}, Shape{5, 16384}, Shape{7, 1024}, Shape{33, 1000},
-                  Shape{65537, 8}}) {
+                  Shape{65537, 8}, Shape{4099, 4096}}) {
     shapes.push_back(s);
   }
   return shapes;
@@ -73,10 +76,11 @@ bool is_test_only(const ImplDescriptor& impl) { return impl.name.rfind("test_", 
 // Inputs at the edges of the value range (--values): |x| ~ 1e3, all-zero rows and rows offset
 // far from zero (layernorm's one-round variance must step aside there), on shapes
 // that cover every kernel path (warp teams, block teams, two-pass rows, M = 1, a whole block's
-// 8 packs: layernorm's 32768 with fast memory; a 128-thread team's 8 packs: 8192).
+// 8 packs: layernorm's 32768 with fast memory; a 128-thread team's 8 packs: 8192; the
+// bulk-rows skeleton's full rows in a team of several warps, with layernorm's second round: 2048).
 std::vector<Shape> edge_value_shapes() {
   return {{1, 1},     {7, 127},    {7, 4097},   {3, 8193},    {5, 8192},   {3, 32768},
-          {3, 65536}, {1, 131072}, {4096, 256}, {300, 16392}};
+          {3, 65536}, {1, 131072}, {4096, 256}, {300, 16392}, {33, 2048}};
 }
 
 struct Point {
