@@ -14,7 +14,7 @@ elements=$(( ${shape%%x*} * ${shape#*x} ))
 log=$(mktemp)
 # The impl's kernels (never the L2 flush or the poison fill), from the second launch on: the
 # correctness check's finalize, then a timed sample's kernels.
-ncu --clock-control none --kernel-name regex:'^(staged|finalize|.*norm)' --launch-skip 1 \
+ncu --clock-control none --kernel-name regex:'^(staged|finalize|bulk|.*norm)' --launch-skip 1 \
   --launch-count 3 --section SpeedOfLight --section SchedulerStats --section WarpStateStats \
   --section LaunchStats --metrics smsp__inst_executed.sum,dram__bytes.sum \
   "$kbench" run "$op" --impl "$impl" --shape "$shape" --dtype "$dtype" --samples 1 \

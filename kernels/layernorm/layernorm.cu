@@ -37,7 +37,7 @@
 //   v5_vec16_warp_rows  one 32-thread block per row on a grid of M blocks (as torch.compile's
 //                   Triton kernel): x in registers, two warp reductions, no staging or
 //                   persistence. Rows of up to 1024 elements (others skipped); the H200's
-//                   fastest at 1K, not the H100's.
+//                   fastest at 1K in fp32 (v6 in 16-bit), not the H100's.
 //   v6_bulk_rows    x of each row staged by one bulk copy (TMA, sm_90; kernels/common/
 //                   bulk_rows.cuh), a block of one team per row, 512 threads per SM, 6 rows in
 //                   flight per block; v4's rounds of sums. Full rows of up to 128-thread
