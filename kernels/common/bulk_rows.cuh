@@ -47,7 +47,11 @@
 // over teams of 32-256: the knob KBENCH_BULK_MIN_BLOCK, the block's least size) read 1.0-3.0
 // lower at 1K-8K on the H200, and L2 evict-first hints on the copies 3-4 lower at every width;
 // outputs stored by bulk copies from the stage, and 2 or 8 packs per thread, read lower too
-// (NOTES, forty-fourth session).
+// (NOTES, forty-fourth session). A row's stores deferred past the next row's sums (an mbarrier
+// arrive and wait in place of the barrier) and scattered team sums (publish before the barrier,
+// one or two shared loads and a butterfly after) each gained 1.5-2.7 at 16K for the ops of two
+// or three sums, but lost at 1K-4K and for fused_add_rmsnorm, and did not add (forty-sixth
+// session).
 #pragma once
 #include <algorithm>
 #include <atomic>
