@@ -130,11 +130,17 @@ bool layernorm_atol_scale(const ReferenceArgs& a, size_t, std::vector<double>& s
 // than dx: in a row of nearly equal values (three random values a hair apart happen among
 // 65537 rows) rstd is in the hundreds, and fp32 arithmetic errs by ~1e-7 of the terms, not
 // of dx (measured on H100: 1.4e-4 off on a dx of 1.6, both kernels and the naive one alike).
-// So dx's absolute tolerance is taken per unit of rstd * (|g| + |mean(g)| + |xhat * c|):
-// about 1 for well-spread rows, where nothing changes. And x - mean inherits the fp32 mean's
-// error, ~2^-24 * |mean|, which dx takes times rstd * c: a row offset far from zero
-// (--values offset-rows, mean 256 times the spread) put v1_naive and v3 on H100 1e-3 relative
-// off on dx ~ 1e-3 in fp32, so the unit also counts rstd * |c * mean|.
+// So dx's absolute tolerance is taken per unit of rstd * (|g| + mean(|g|) + |xhat| *
+// mean(|g * xhat|)): a few for well-spread rows. The row means count by the size of what they
+// sum, not by their own: an fp32 sum errs by ~2^-24 of its terms however much they cancel. (With
+// |mean(g)| in the unit, an all-zero row, rstd = 316, whose mean(g) came out near 0 failed on
+// H200, fp16, --values zero-rows: one dx 3.8e-7 off in both staged kernels, where g and mean(g)
+// were under 1.2e-5 together; a CPU model of the kernels' fp32 sums with mean(g) forced near 0
+// failed 6 rows of 3000 that way, none with mean(|g|), worst at 0.19 of the tolerance.) And
+// x - mean inherits the fp32 mean's error, ~2^-24 * |mean|, which dx takes times rstd * c: a
+// row offset far from zero (--values offset-rows, mean 256 times the spread) put v1_naive and v3
+// on H100 1e-3 relative off on dx ~ 1e-3 in fp32, so the unit also counts rstd * mean(|g *
+// xhat|) * |mean|.
 bool layernorm_bwd_atol_scale(const ReferenceArgs& a, size_t output, std::vector<double>& scale) {
   if (output != 0) return false;
   const int64_t m = a.shape.m, n = a.shape.n;
@@ -147,18 +153,18 @@ bool layernorm_bwd_atol_scale(const ReferenceArgs& a, size_t output, std::vector
       const double* xr = x + i * n;
       const double* dyr = dy + i * n;
       const RowStats st = row_stats(xr, n, a.eps);
-      double mean_g = 0, mean_g_xhat = 0;
+      double mean_abs_g = 0, mean_abs_g_xhat = 0;
       for (int64_t j = 0; j < n; ++j) {
-        mean_g += dyr[j] * w[j];
-        mean_g_xhat += dyr[j] * w[j] * (xr[j] - st.mean) * st.rstd;
+        mean_abs_g += std::fabs(dyr[j] * w[j]);
+        mean_abs_g_xhat += std::fabs(dyr[j] * w[j] * (xr[j] - st.mean) * st.rstd);
       }
-      mean_g /= static_cast<double>(n);
-      mean_g_xhat /= static_cast<double>(n);
+      mean_abs_g /= static_cast<double>(n);
+      mean_abs_g_xhat /= static_cast<double>(n);
       for (int64_t j = 0; j < n; ++j) {
         const double xhat = (xr[j] - st.mean) * st.rstd;
-        scale[i * n + j] = st.rstd * (std::fabs(dyr[j] * w[j]) + std::fabs(mean_g) +
-                                      std::fabs(xhat * mean_g_xhat) +
-                                      std::fabs(st.rstd * mean_g_xhat * st.mean));
+        scale[i * n + j] = st.rstd * (std::fabs(dyr[j] * w[j]) + mean_abs_g +
+                                      std::fabs(xhat) * mean_abs_g_xhat +
+                                      st.rstd * mean_abs_g_xhat * std::fabs(st.mean));
       }
     }
   });

@@ -13,13 +13,15 @@
 // its packs of the row into registers (Op::take, which may store an output at once and adds to
 // the row's sums); one barrier per row ends the stage's reads (thread 0 then starts the copies
 // of the row that stage holds next) and publishes the warps' sums; then Op::store writes the
-// outputs. Full rows (packs == kTeam * 4: 1K, 2K, 4K, 8K, 16K bf16) take a kernel without a
-// branch per pack. Rows of up to 2048 packs (16384 bf16, 8192 fp32).
+// outputs. Full rows (packs == kTeam * Op::kPacks: 1K, 2K, 4K, 8K, 16K bf16 at 4 packs) take a
+// kernel without a branch per pack. Rows of up to 512 * Op::kPacks packs (16384 bf16 at 4).
 //
 // An Op provides:
 //   Type, Params (with rows, cols), Sums (float, float2 or float4), Stats, Held, Kept
 //   kStaged                          how many tensors are staged
-//   kLargestTeam, kFullRowsOnly      which rows it takes (others go to the op's staged impl)
+//   kPacks                           packs per thread (4, or 8 where its registers allow)
+//   kSmallestTeam, kLargestTeam,     which rows it takes (others go to the op's staged impl):
+//   kFullRowsOnly                    rows of teams below the smallest go to the next team
 //   aligned(p)                       host: every row of every tensor 16-byte aligned
 //   staged(p, i)                     tensor i's first element
 //   hold(p, col, valid)              what a thread keeps across rows for its pack at col (w)
@@ -75,7 +77,6 @@
 
 namespace kbench::bulk_rows {
 
-constexpr int kPacks = 4;  // per thread
 constexpr int kMaxStages = 8;
 constexpr int kThreadsPerSm = 512;
 
@@ -85,6 +86,7 @@ __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
 #if KBENCH_BULK_COPY
   using T = typename Op::Type;
   using Sums = typename Op::Sums;
+  constexpr int kPacks = Op::kPacks;  // per thread
   constexpr int kRows = kBlock / kTeam;  // rows per stage
   constexpr int kTeamWarps = kTeam / kWarpSize;
   constexpr int kStaged = Op::kStaged;
@@ -211,9 +213,9 @@ __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
 }
 
 // Launches Op's rows and returns true, or returns false (launching nothing) where the skeleton
-// does not apply: unaligned rows, rows past 2048 packs, devices without bulk copies, and rows
-// the op leaves to its staged impl (teams past Op::kLargestTeam; rows that are not full where
-// Op::kFullRowsOnly).
+// does not apply: unaligned rows, rows past 512 * Op::kPacks packs, devices without bulk
+// copies, and rows the op leaves to its staged impl (teams past Op::kLargestTeam or below
+// Op::kSmallestTeam; rows that are not full where Op::kFullRowsOnly).
 template <class Op>
 bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
   using T = typename Op::Type;
@@ -221,8 +223,11 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
   const int64_t packs = p.cols / Vec16<T>::kSize;
   const auto launch = [&](auto team) -> bool {
     constexpr int kTeam = decltype(team)::value;
+    constexpr int kPacks = Op::kPacks;
     if constexpr (kTeam > Op::kLargestTeam) {
       return false;  // the op's staged impl takes these rows
+    } else if constexpr (kTeam < Op::kSmallestTeam) {
+      return false;  // a larger team takes these rows, or the staged impl
     } else {
       if (packs > int64_t{kTeam} * kPacks) return false;  // a larger team's row
       const bool full = packs == int64_t{kTeam} * kPacks;

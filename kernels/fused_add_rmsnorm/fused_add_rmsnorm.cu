@@ -174,6 +174,8 @@ struct FusedAddRmsnormBulk {
     float rstd;
   };
   static constexpr int kStaged = 2;  // x, r
+  static constexpr int kPacks = 4;
+  static constexpr int kSmallestTeam = 32;
   static constexpr int kLargestTeam = 512;  // every row up to 16384 bf16 (all faster than v3's)
   static constexpr bool kFullRowsOnly = false;
   static constexpr bool kSecondRound = false;

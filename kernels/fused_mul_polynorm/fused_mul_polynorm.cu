@@ -32,45 +32,15 @@ namespace kbench {
 namespace {
 
 // v5_bulk_rows: the bulk-rows skeleton (kernels/common/bulk_rows.cuh) for full rows of up to
-// 256-thread teams (1K-8K bf16); x and m kept in registers from the sums to y, the weights
-// folded into the row's coefficients. Other rows take v4.
+// 256-thread teams at 4 packs (1K-8K bf16); x and m kept in registers from the sums to y, the
+// weights folded into the row's coefficients (PolynormFwdBulk). Other rows take v4.
 template <class T>
-struct FusedMulPolynormBulk {
-  using Type = T;
-  using Params = FwdParams<T>;
-  using Sums = float4;  // sum x^2, x^4, x^6 (.w unused)
-  struct Held {};
-  struct Kept {
-    Vec16<T> x, m;
-  };
-  using Stats = FwdCoefs;
-  static constexpr int kStaged = 2;  // x, m
+struct FusedMulPolynormBulk : PolynormFwdBulk<T, true> {
+  static constexpr int kPacks = 4;
+  static constexpr int kSmallestTeam = 32;
   // 5120 (rows not full) read 3-4 points lower than v4's, 16K level (H200, bf16, NOTES).
   static constexpr int kLargestTeam = 256;
   static constexpr bool kFullRowsOnly = true;
-  static constexpr bool kSecondRound = false;
-
-  static bool aligned(const Params& p) { return fwd_rows_aligned(p); }
-  __device__ static const T* staged(const Params& p, int i) { return i == 0 ? p.x : p.m; }
-  __device__ static Held hold(const Params&, int, bool) { return Held{}; }
-  __device__ static void keep_held_packed(Held&) {}
-  __device__ static Kept take(const Params&, const Vec16<T> (&in)[2], int64_t, int,
-                              float4& sums) {
-    RowSums<3> s{{sums.x, sums.y, sums.z}};
-    add_fwd_pack_sums(s, in[0]);
-    sums = make_float4(s.v[0], s.v[1], s.v[2], 0.f);
-    Kept kept{in[0], in[1]};
-    keep_packed(kept.x);  // converted again for y, not kept as floats
-    return kept;
-  }
-  __device__ static Stats stats(const Params& p, float4 total) {
-    const RowSums<3> sums{{total.x, total.y, total.z}};
-    return fwd_coefs(sums, p.inv_cols, p.eps, load_weights_invariant(p.w, p.b));
-  }
-  __device__ static void store(const Params& p, int64_t row, int col, const Kept& kept,
-                               const Held&, const Stats& c) {
-    store_vec(p.y + row * p.cols + col, fwd_pack_out<T, true>(kept.x, kept.m, c));
-  }
 };
 
 void launch_v5(const LaunchArgs& a) {

@@ -636,7 +636,9 @@ struct LayernormBulk {
   using Kept = Vec16<T>;  // x
   using Stats = typename Staged::Stats;
   static constexpr int kStaged = 1;
+  static constexpr int kPacks = 4;
   // Wider or partly filled rows read 1.3-4.5 points lower than v4's (H200, bf16, NOTES).
+  static constexpr int kSmallestTeam = 32;
   static constexpr int kLargestTeam = 128;
   static constexpr bool kFullRowsOnly = true;
   static constexpr bool kSecondRound = true;

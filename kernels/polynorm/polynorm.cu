@@ -26,9 +26,42 @@
 //                   staged_rows.cuh, as rmsnorm's v5); the three sums in one float4; a
 //                   cluster of blocks per row past 32768 bf16; rows of 4-6 packs per thread
 //                   (up to 1K, 5120 bf16) on two blocks per SM. Unaligned rows take v3's.
+//   v5_bulk_rows    x staged by bulk copies (TMA, sm_90; kernels/common/bulk_rows.cuh), one
+//                   128-thread team per block at 8 packs per thread, four blocks per SM: full
+//                   rows of that team only (8192 bf16 / fp16, 4096 fp32); other rows, and GPUs
+//                   before sm_90, take v4.
+#include "kernels/common/bulk_rows.cuh"
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {
+namespace {
+
+// v5_bulk_rows: the bulk-rows skeleton (kernels/common/bulk_rows.cuh) at 8 packs per thread for
+// the full rows of a 128-thread team (8K bf16, 4K fp32) on four blocks per SM; x kept packed in
+// registers from the sums to y (PolynormFwdBulk). Against v4 over M at 8K bf16, means of three in
+// one call per card (results/<device>/polynorm-rows-scan.csv; kernels/rmsnorm/NOTES.md,
+// forty-seventh session): H100 +0.2 to +9.5 at every M from 1024 to 8192 rows (+9.5 at 1024 and
+// 1536); H200 +7.8 at 1024 rows, 0.1-1.6 under at 1536-3072, +0.6 to +2.0 at 4096-8192. fp32 at
+// 4K: -0.5 to +1.6 from 2048 rows, under at 1024 (H100 0.3, H200 2.3). At 2K-4K bf16 (smaller
+// teams) it read level or under v4 in the forty-fifth session's lab, at 16K (256) 1.1 under, and
+// at 4 packs lower at every width: other rows take v4.
+template <class T>
+struct PolynormBulk : PolynormFwdBulk<T, false> {
+  static constexpr int kPacks = 8;
+  static constexpr int kSmallestTeam = 128;
+  static constexpr int kLargestTeam = 128;
+  static constexpr bool kFullRowsOnly = true;
+};
+
+void launch_v5(const LaunchArgs& a) {
+  dispatch_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const FwdParams<T> p = fwd_params<T, false>(a);
+    if (!bulk_rows::launch_bulk_rows<PolynormBulk<T>>(p, a)) launch_polynorm_fwd_v4<false>(a);
+  });
+}
+
+}  // namespace
 
 KBENCH_REGISTER(polynorm_v1_naive) {
   register_impl("polynorm", "v1_naive")
@@ -66,6 +99,15 @@ KBENCH_REGISTER(polynorm_v4_vec16_staged) {
       .note("x staged in shared memory, next rows in flight, 3 sums in a float4; else v3")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch(launch_polynorm_fwd_v4<false>)
+      .rejects(accepts_any_shape)
+      .workspace(no_workspace);
+}
+
+KBENCH_REGISTER(polynorm_v5_bulk_rows) {
+  register_impl("polynorm", "v5_bulk_rows")
+      .note("x staged by bulk copies (TMA), 8 packs, full rows of a 128-thread team only; else v4")
+      .dtypes({DType::f32, DType::f16, DType::bf16})
+      .launch(launch_v5)
       .rejects(accepts_any_shape)
       .workspace(no_workspace);
 }

@@ -783,6 +783,57 @@ void launch_polynorm_fwd_v4(const LaunchArgs& a) {
   });
 }
 
+// ----- the bulk-rows skeleton's op (kernels/common/bulk_rows.cuh) --------------------------
+
+// x (and m) staged by bulk copies; x (and m) kept packed in registers from the sums to y (x
+// converted again for y), the weights folded into the row's coefficients. The impls' policies
+// (which rows, how many packs) derive from it: polynorm.cu, fused_mul_polynorm.cu.
+template <class T, bool kHasMul>
+struct PolynormFwdBulk {
+  using Type = T;
+  using Params = FwdParams<T>;
+  using Sums = float4;  // sum x^2, x^4, x^6 (.w unused)
+  struct Held {};
+  struct KeptX {
+    Vec16<T> x;
+  };
+  struct KeptXM {
+    Vec16<T> x, m;
+  };
+  using Kept = std::conditional_t<kHasMul, KeptXM, KeptX>;
+  using Stats = FwdCoefs;
+  static constexpr int kStaged = kHasMul ? 2 : 1;  // x (, m)
+  static constexpr bool kSecondRound = false;
+
+  static bool aligned(const Params& p) { return fwd_rows_aligned(p); }
+  __device__ static const T* staged(const Params& p, int i) { return i == 0 ? p.x : p.m; }
+  __device__ static Held hold(const Params&, int, bool) { return Held{}; }
+  __device__ static void keep_held_packed(Held&) {}
+  __device__ static Kept take(const Params&, const Vec16<T> (&in)[kStaged], int64_t, int,
+                              float4& sums) {
+    RowSums<3> s{{sums.x, sums.y, sums.z}};
+    add_fwd_pack_sums(s, in[0]);
+    sums = make_float4(s.v[0], s.v[1], s.v[2], 0.f);
+    Kept kept;
+    kept.x = in[0];
+    if constexpr (kHasMul) kept.m = in[kStaged - 1];
+    keep_packed(kept.x);  // converted again for y, not kept as floats
+    return kept;
+  }
+  __device__ static Stats stats(const Params& p, float4 total) {
+    const RowSums<3> sums{{total.x, total.y, total.z}};
+    return fwd_coefs(sums, p.inv_cols, p.eps, load_weights_invariant(p.w, p.b));
+  }
+  __device__ static void store(const Params& p, int64_t row, int col, const Kept& kept,
+                               const Held&, const Stats& c) {
+    if constexpr (kHasMul) {
+      store_vec(p.y + row * p.cols + col, fwd_pack_out<T, true>(kept.x, kept.m, c));
+    } else {
+      store_vec(p.y + row * p.cols + col, fwd_pack_out<T, false>(kept.x, kept.x, c));
+    }
+  }
+};
+
 // =============================================================================================
 // Backward: the scalar gradients
 //

@@ -51,8 +51,9 @@ struct Collect : Reporter {
 // Rows a warp holds whole (layernorm v5: N <= 1024, a multiple of the pack), full and not:
 // 7 x 1024, 33 x 1000, 65537 x 8.
 // Full rows of the bulk-rows skeleton (kernels/common/bulk_rows.cuh: 4 packs per thread of a
-// 128-thread team in bf16, 256 in fp32) with more rows per block than it has stages, so each
-// stage is refilled and its barrier's phase turns: 4099 x 4096.
+// 128-thread team in bf16, 256 in fp32; 8 packs of a 128-thread team in bf16, polynorm v5 and
+// fused_mul_polynorm v5) with more rows per block than it has stages, so each stage is refilled
+// and its barrier's phase turns: 4099 x 4096, 2000 x 8192.
 std::vector<Shape> edge_shapes() {
   std::vector<Shape> shapes;
   for (int64_t m : {1, 7})
@@ -65,7 +66,7 @@ std::vector<Shape> edge_shapes() {
                   Shape{70, 65536}, Shape{9, 18440}, Shape{5, 24584}, Shape{40, 40000},
                   Shape{3, 80000}, Shape{11, 49152}, Shape{130, 32768}, Shape{125, 40000},
                   Shape{17, 2048}, Shape{5, 16384}, Shape{7, 1024}, Shape{33, 1000},
-                  Shape{65537, 8}, Shape{4099, 4096}}) {
+                  Shape{65537, 8}, Shape{4099, 4096}, Shape{2000, 8192}}) {
     shapes.push_back(s);
   }
   return shapes;

@@ -2,8 +2,11 @@
 // finite differences of the forward (the definition of a gradient).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
+#include "harness/check.h"
 #include "harness/registry.h"
 #include "tests/unit/reference_test_support.h"
 
@@ -186,6 +189,70 @@ TEST(LayernormBwdReference, DxOfEveryRowSumsToZero) {
     for (int j = 0; j < 33; ++j) sum += g.dx[i * 33 + j];
     EXPECT_NEAR(sum, 0.0, 1e-10) << "row " << i;
   }
+}
+
+// dx of one row as a kernel computes it: fp32 sums in column order (drop_last leaves the last
+// column out of them, a kernel bug), dx = rstd * ((g - mean(g)) - (x - mean) * c).
+void fp32_dx_row(const double* x, const double* dy, const double* w, int n, double eps,
+                 bool drop_last, float* dx, float* mean_g_out = nullptr) {
+  const int summed = drop_last ? n - 1 : n;
+  float sum_x = 0;
+  for (int j = 0; j < summed; ++j) sum_x += static_cast<float>(x[j]);
+  const float mean = sum_x / n;
+  float sum_sq = 0, sum_g = 0, sum_gxc = 0;
+  for (int j = 0; j < summed; ++j) {
+    const float xc = static_cast<float>(x[j]) - mean;
+    const float g = static_cast<float>(dy[j]) * static_cast<float>(w[j]);
+    sum_sq += xc * xc;
+    sum_g += g;
+    sum_gxc += g * xc;
+  }
+  const float rstd = 1.f / std::sqrt(sum_sq / n + static_cast<float>(eps));
+  const float mean_g = sum_g / n, c = rstd * rstd * (sum_gxc / n);
+  for (int j = 0; j < n; ++j) {
+    const float xc = static_cast<float>(x[j]) - mean;
+    const float g = static_cast<float>(dy[j]) * static_cast<float>(w[j]);
+    dx[j] = rstd * ((g - mean_g) - xc * c);
+  }
+  if (mean_g_out) *mean_g_out = mean_g;
+}
+
+TEST(LayernormBwdReference, DxToleranceAdmitsFp32SumsThatCancel) {
+  // Row 0 is all zero (rstd = 1 / sqrt(eps) ~ 316) and its dy pairs each value with its
+  // negation, so mean(g) is 0 and dy[0] = 0 gives dx[0] = 0; an fp32 sum of the pairs still
+  // errs by ~2^-24 of its terms, which rstd magnifies. The tolerance must admit that (it did not
+  // when dx's unit counted |mean(g)| rather than mean(|g|): kbench check failed a correct kernel
+  // on H200 so). Row 1 is random; a kernel that leaves a column out of its sums must fail.
+  const int n = 256;
+  const Shape s{2, n};
+  std::vector<double> x(2 * n, 0.0), w(n, 1.0), dy(2 * n, 0.0);
+  const std::vector<double> v = random_values(n / 2 - 1, 21);
+  for (int k = 0; k < n / 2 - 1; ++k) {
+    dy[1 + 2 * k] = v[k];
+    dy[2 + 2 * k] = -v[k];
+  }
+  std::shuffle(dy.begin() + 1, dy.begin() + n, std::mt19937_64(22));
+  const std::vector<double> x1 = random_values(n, 23), dy1 = random_values(n, 24);
+  std::copy(x1.begin(), x1.end(), x.begin() + n);
+  std::copy(dy1.begin(), dy1.end(), dy.begin() + n);
+
+  const Grads g = backward(s, dy, x, w, 1e-5);
+  const OpDescriptor& bwd = op("layernorm_bwd");
+  std::vector<double> scale;
+  ReferenceArgs a{s, 1e-5, {&dy, &x, &w}, {}};
+  ASSERT_TRUE(bwd.atol_scale(a, 0, scale));
+  const Tolerance tol = bwd.tolerance(0, DType::f32, s);
+
+  std::vector<float> dx(2 * n);
+  float mean_g0 = 0;
+  fp32_dx_row(x.data(), dy.data(), w.data(), n, 1e-5, false, dx.data(), &mean_g0);
+  fp32_dx_row(x.data() + n, dy.data() + n, w.data(), n, 1e-5, false, dx.data() + n);
+  ASSERT_NE(mean_g0, 0.f) << "the fp32 sum of row 0 came out exact: nothing to admit";
+  EXPECT_NE(dx[0], 0.f);
+  EXPECT_TRUE(check_output(dx.data(), DType::f32, g.dx, tol, &scale).pass);
+
+  fp32_dx_row(x.data() + n, dy.data() + n, w.data(), n, 1e-5, true, dx.data() + n);
+  EXPECT_FALSE(check_output(dx.data(), DType::f32, g.dx, tol, &scale).pass);
 }
 
 TEST(LayernormBwdReference, GradientsAreDeterministicAcrossRuns) {
