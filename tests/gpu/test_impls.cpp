@@ -1,6 +1,7 @@
 // Every registered impl x dtype x edge shape against its float64 reference (or skipped, where
 // the impl's rejects() says it takes no such rows), through the same
-// runner `kbench check` uses: fresh random inputs each run (the seed is printed), outputs
+// runner `kbench check` uses: fresh random inputs each run (the seed is printed, and each failure
+// prints the `kbench check` command that reruns it on the same inputs), outputs
 // poisoned with NaN before the launch. A new impl is tested without a new test.
 #include <gtest/gtest.h>
 
@@ -114,6 +115,13 @@ std::vector<RunOptions> options_for(const Point& p, std::vector<std::string> imp
   return {o};
 }
 
+// The `kbench check` command that runs a point again on the same inputs (the same seed).
+std::string reproduce_command(const Point& p, const std::string& impl) {
+  return "kbench check " + p.op + " --impl " + impl + " --dtype " + dtype_name(p.dtype) +
+         " --shape " + shape_to_string(p.shape) + " --values " + input_values_name(p.values) +
+         " --seed " + std::to_string(fresh_seed());
+}
+
 class EveryImpl : public testing::TestWithParam<Point> {};
 
 TEST_P(EveryImpl, MatchesFloat64Reference) {
@@ -130,7 +138,9 @@ TEST_P(EveryImpl, MatchesFloat64Reference) {
     const ImplDescriptor* impl = Registry::instance().select_impls(p.op, {r.impl}).front();
     const std::string expected = impl->rejects(p.shape, p.dtype) ? "skip" : "pass";
     EXPECT_EQ(r.status, expected) << r.op << "/" << r.impl << "/" << r.dtype << "/" << r.shape
-                                  << " values=" << input_values_name(p.values) << ": " << r.note << " (max_abs_err " << r.max_abs_err << ")";
+                                  << " values=" << input_values_name(p.values) << ": " << r.note
+                                  << " (max_abs_err " << r.max_abs_err << ")\n  reproduce: "
+                                  << reproduce_command(p, r.impl);
   }
 }
 
