@@ -117,9 +117,9 @@ std::vector<RunOptions> options_for(const Point& p, std::vector<std::string> imp
 
 // The `kbench check` command that runs a point again on the same inputs (the same seed).
 std::string reproduce_command(const Point& p, const std::string& impl) {
-  return "kbench check " + p.op + " --impl " + impl + " --dtype " + dtype_name(p.dtype) +
-         " --shape " + shape_to_string(p.shape) + " --values " + input_values_name(p.values) +
-         " --seed " + std::to_string(fresh_seed());
+  return "kbench check " + p.op + " --impl " + impl + " --dtype " +
+         std::string(dtype_name(p.dtype)) + " --shape " + shape_to_string(p.shape) +
+         " --values " + input_values_name(p.values) + " --seed " + std::to_string(fresh_seed());
 }
 
 class EveryImpl : public testing::TestWithParam<Point> {};
