@@ -6,22 +6,26 @@
 // issued by one thread), not by a 16-byte cp.async per thread and pack as in the staged
 // skeleton (staged_rows.cuh), whose queue of copies was fused_add_rmsnorm's wait there (ncu at
 // 4096x8192 bf16 on the H200: MIO throttle 20.7% and LG throttle 7.2% of its samples; here both
-// are gone, the wait is long scoreboard on the stores). A block is one team of kTeam threads,
-// the smallest of 32-512 that holds the row at 4 packs per thread, and 512 / kTeam blocks share
-// an SM. Each block keeps as many one-row stages as its share of 208 KB allows, 3 to 8 (3 at
-// the sweep's bf16 widths with two staged tensors, 6 with one, 5 at 5120). Each thread reads
+// are gone, the wait is long scoreboard on the stores). A block is one team of kTeam threads:
+// where the row is a whole number of warps' packs that is not a power of two (3, 5, 6, 7, 10,
+// 12 or 14 warps: 3072, 5120, 6144, 7168, 10240, 12288, 14336 bf16 at 4 packs), a team of
+// exactly that many ("fitted"); otherwise the smallest of 32-512 that holds the row. 512 / kTeam
+// blocks (at least one) share an SM. Each block keeps as many one-row stages as its share of
+// 208 KB allows, 2 to 8 (3 at the sweep's bf16 widths with two staged tensors, 6 with one). Each thread reads
 // its packs of the row into registers (Op::take, which may store an output at once and adds to
 // the row's sums); one barrier per row ends the stage's reads (thread 0 then starts the copies
 // of the row that stage holds next) and publishes the warps' sums; then Op::store writes the
-// outputs. Full rows (packs == kTeam * Op::kPacks: 1K, 2K, 4K, 8K, 16K bf16 at 4 packs) take a
-// kernel without a branch per pack. Rows of up to 512 * Op::kPacks packs (16384 bf16 at 4).
+// outputs. Full rows (packs == kTeam * Op::kPacks: 1K, 2K, 4K, 8K, 16K bf16 at 4 packs, and
+// every fitted team's) take a kernel without a branch per pack. Rows of up to 512 * Op::kPacks
+// packs (16384 bf16 at 4).
 //
 // An Op provides:
 //   Type, Params (with rows, cols), Sums (float, float2 or float4), Stats, Held, Kept
 //   kStaged                          how many tensors are staged
 //   kPacks                           packs per thread (4, or 8 where its registers allow)
 //   kSmallestTeam, kLargestTeam,     which rows it takes (others go to the op's staged impl):
-//   kFullRowsOnly                    rows of teams below the smallest go to the next team
+//   kFullRowsOnly,                   rows of power-of-two teams below the smallest go to the
+//   kLargestFittedTeam               next team; fitted teams up to the largest (0: none)
 //   aligned(p)                       host: every row of every tensor 16-byte aligned
 //   staged(p, i)                     tensor i's first element
 //   hold(p, col, valid)              what a thread keeps across rows for its pack at col (w)
@@ -53,7 +57,10 @@
 // arrive and wait in place of the barrier) and scattered team sums (publish before the barrier,
 // one or two shared loads and a butterfly after) each gained 1.5-2.7 at 16K for the ops of two
 // or three sums, but lost at 1K-4K and for fused_add_rmsnorm, and did not add (forty-sixth
-// session).
+// session). Fitted teams, same run, H200, bf16, two repetitions (means), fused_add_rmsnorm's v4
+// at 3072 / 5120 / 6144 / 7168 / 10240 / 12288 / 14336: 95.5 / 95.1 / 94.1 / 94.6 / 94.8 / 91.3
+// / 94.0 against 94.7 / 94.6 / 93.1 / 93.7 / 93.7 / 90.6 / 93.6 on power-of-two teams; the
+// other ops' limits are at their policies (NOTES, forty-eighth session).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -70,6 +77,14 @@
 
 #ifndef KBENCH_BULK_STAGE_KB
 #define KBENCH_BULK_STAGE_KB 208  // an SM's stages in all: 3 of a 16K bf16 row of two tensors
+#endif
+// Rows of a whole number of warps at Op::kPacks that is not a power of two (5120 bf16: 640 packs,
+// 5 warps at 4) on a team of exactly that many threads ("fitted teams"), full, rather than on
+// the next power of two's team, whose slots they fill 62-94% of, through the kernel with a
+// branch per pack: 1 (the default; teams up to Op::kLargestFittedTeam), 0 never, 2 every
+// fitted team whatever the op's limit (knobs for scripts/ab-flags.sh).
+#ifndef KBENCH_BULK_FITTED_TEAMS
+#define KBENCH_BULK_FITTED_TEAMS 1
 #endif
 #ifndef KBENCH_BULK_MIN_BLOCK
 #define KBENCH_BULK_MIN_BLOCK 32  // 32: a block is one team (one row per stage)
@@ -224,17 +239,19 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
   const auto launch = [&](auto team) -> bool {
     constexpr int kTeam = decltype(team)::value;
     constexpr int kPacks = Op::kPacks;
-    if constexpr (kTeam > Op::kLargestTeam) {
-      return false;  // the op's staged impl takes these rows
-    } else if constexpr (kTeam < Op::kSmallestTeam) {
-      return false;  // a larger team takes these rows, or the staged impl
+    constexpr bool kFitted = (kTeam & (kTeam - 1)) != 0;  // takes its full rows only
+    constexpr bool kTaken =
+        kFitted ? kTeam <= Op::kLargestFittedTeam || KBENCH_BULK_FITTED_TEAMS == 2
+                : kTeam >= Op::kSmallestTeam && kTeam <= Op::kLargestTeam;
+    if constexpr (!kTaken) {
+      return false;  // another team's rows, or the op's staged impl's
     } else {
       if (packs > int64_t{kTeam} * kPacks) return false;  // a larger team's row
       const bool full = packs == int64_t{kTeam} * kPacks;
-      if (Op::kFullRowsOnly && !full) return false;  // (larger teams' rows are not full either)
+      if ((Op::kFullRowsOnly || kFitted) && !full) return false;  // (larger teams' are not full either)
       constexpr int kBlock = std::max(KBENCH_BULK_MIN_BLOCK, kTeam);
       constexpr int kRows = kBlock / kTeam;
-      constexpr int kBlocksPerSm = kThreadsPerSm / kBlock;
+      constexpr int kBlocksPerSm = std::max(1, kThreadsPerSm / kBlock);
       const size_t budget = size_t{KBENCH_BULK_STAGE_KB} * 1024 / kBlocksPerSm;
       const size_t stage_bytes = size_t{Op::kStaged} * kRows * p.cols * sizeof(T);
       const int stages = static_cast<int>(std::min<size_t>(kMaxStages, budget / stage_bytes));
@@ -251,7 +268,7 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
       };
       if (full) {
         run(std::true_type{});
-      } else if constexpr (!Op::kFullRowsOnly) {
+      } else if constexpr (!Op::kFullRowsOnly && !kFitted) {
         run(std::false_type{});
       }
       KB_GPU_CHECK_LAUNCH();
@@ -259,7 +276,23 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
     }
   };
   using std::integral_constant;
-  return launch(integral_constant<int, 32>{}) || launch(integral_constant<int, 64>{}) ||
+  // The widths in use (3072, 5120, 6144, 7168, 10240, 12288, 14336 bf16 at 4 packs) take fitted
+  // teams, not every whole number of warps: each team is a kernel per op and dtype.
+  const auto launch_fitted = [&]() -> bool {
+    if (!KBENCH_BULK_FITTED_TEAMS || packs % (kWarpSize * Op::kPacks) != 0) return false;
+    switch (packs / (kWarpSize * Op::kPacks)) {
+      case 3: return launch(integral_constant<int, 3 * kWarpSize>{});
+      case 5: return launch(integral_constant<int, 5 * kWarpSize>{});
+      case 6: return launch(integral_constant<int, 6 * kWarpSize>{});
+      case 7: return launch(integral_constant<int, 7 * kWarpSize>{});
+      case 10: return launch(integral_constant<int, 10 * kWarpSize>{});
+      case 12: return launch(integral_constant<int, 12 * kWarpSize>{});
+      case 14: return launch(integral_constant<int, 14 * kWarpSize>{});
+      default: return false;
+    }
+  };
+  return launch_fitted() || launch(integral_constant<int, 32>{}) ||
+         launch(integral_constant<int, 64>{}) ||
          launch(integral_constant<int, 128>{}) || launch(integral_constant<int, 256>{}) ||
          launch(integral_constant<int, 512>{});
 }

@@ -20,8 +20,9 @@
 //   v4_bulk_rows    x and r of each row staged by two bulk copies (TMA, sm_90), a block of one
 //                   team per row, 512 threads per SM in 1-16 blocks, 3-8 rows in flight
 //                   each; h written as soon as it is made, y after the row sum; full rows
-//                   (N = 1024 * 2^k bf16) without a branch per pack. Rows of up to 16384
-//                   bf16; wider, unaligned rows and GPUs before sm_90 take v3.
+//                   (N = 1024 * 2^k bf16, and 3, 5, 6, 7, 10, 12, 14 K on teams of that
+//                   many warps) without a branch per pack. Rows of up to 16384 bf16; wider,
+//                   unaligned rows and GPUs before sm_90 take v3.
 #include <cstdint>
 
 #include "harness/registry.h"
@@ -178,6 +179,9 @@ struct FusedAddRmsnormBulk {
   static constexpr int kSmallestTeam = 32;
   static constexpr int kLargestTeam = 512;  // every row up to 16384 bf16 (all faster than v3's)
   static constexpr bool kFullRowsOnly = false;
+  // Every fitted team: +0.4 to +1.1 over power-of-two teams at 3072-14336 bf16 (H200; the A/B
+  // at bulk_rows.cuh's top), fp16 +0.3 to +0.9, fp32 +0.4 to +0.7 at 3072-7168.
+  static constexpr int kLargestFittedTeam = 448;
   static constexpr bool kSecondRound = false;
 
   static bool aligned(const Params& p) { return rmsnorm_rows::fwd_rows_aligned(p); }

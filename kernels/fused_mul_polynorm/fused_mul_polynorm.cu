@@ -24,7 +24,8 @@
 //   v5_bulk_rows    x and m of each row staged by two bulk copies (TMA, sm_90; kernels/
 //                   common/bulk_rows.cuh), a block of one team per row, 512 threads per SM,
 //                   3 rows in flight per block. Full rows of up to 256-thread teams only (1K,
-//                   2K, 4K, 8K bf16; 512-4K fp32); other rows, and GPUs before sm_90, take v4.
+//                   2K, 4K, 8K bf16; 512-4K fp32), and of teams of 3, 5 or 6 warps (3072,
+//                   5120, 6144 bf16; 1536, 2560, 3072 fp32); other rows, and GPUs before sm_90, take v4.
 #include "kernels/common/bulk_rows.cuh"
 #include "kernels/polynorm/polynorm_math.h"
 
@@ -32,8 +33,9 @@ namespace kbench {
 namespace {
 
 // v5_bulk_rows: the bulk-rows skeleton (kernels/common/bulk_rows.cuh) for full rows of up to
-// 256-thread teams at 4 packs (1K-8K bf16); x and m kept in registers from the sums to y, the
-// weights folded into the row's coefficients (PolynormFwdBulk). Other rows take v4.
+// 256-thread teams at 4 packs (1K-8K bf16) and of fitted teams of 3, 5 or 6 warps (3072, 5120,
+// 6144 bf16); x and m kept in registers from the sums to y, the weights folded into the row's
+// coefficients (PolynormFwdBulk). Other rows take v4.
 template <class T>
 struct FusedMulPolynormBulk : PolynormFwdBulk<T, true> {
   static constexpr int kPacks = 4;
@@ -41,6 +43,10 @@ struct FusedMulPolynormBulk : PolynormFwdBulk<T, true> {
   // 5120 (rows not full) read 3-4 points lower than v4's, 16K level (H200, bf16, NOTES).
   static constexpr int kLargestTeam = 256;
   static constexpr bool kFullRowsOnly = true;
+  // Fitted teams of 3, 5 and 6 warps (3072, 5120, 6144 bf16) read 95.1 / 95.5 / 93.6 against
+  // v4's 90.9 / 94.9 / 91.2 (fp16 +3.3 / 0.0 / +1.0, fp32 at 6 warps -0.2); 7 to 14 warps -0.4
+  // to -4.0 (H200, two repetitions in one run; NOTES, forty-eighth session).
+  static constexpr int kLargestFittedTeam = 192;
 };
 
 void launch_v5(const LaunchArgs& a) {
@@ -97,7 +103,7 @@ KBENCH_REGISTER(fused_mul_polynorm_v4_vec16_staged) {
 
 KBENCH_REGISTER(fused_mul_polynorm_v5_bulk_rows) {
   register_impl("fused_mul_polynorm", "v5_bulk_rows")
-      .note("x, m staged by bulk copies (TMA), one block per row, full rows to 8K bf16; else v4")
+      .note("x, m staged by bulk copies (TMA), one block per row, full rows to 8K bf16 and 5120; else v4")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch(launch_v5)
       .rejects(accepts_any_shape)

@@ -41,8 +41,9 @@
 //   v6_bulk_rows    x of each row staged by one bulk copy (TMA, sm_90; kernels/common/
 //                   bulk_rows.cuh), a block of one team per row, 512 threads per SM, 6 rows in
 //                   flight per block; v4's rounds of sums. Full rows of up to 128-thread
-//                   teams only (1K, 2K, 4K bf16; 512-2K fp32); other rows, and GPUs before
-//                   sm_90, take v4.
+//                   teams only (1K, 2K, 4K bf16; 512-2K fp32), and of teams of 3 or 5 warps
+//                   (3072, 5120 bf16; 1536, 2560 fp32); other rows, and GPUs before sm_90,
+//                   take v4.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -620,8 +621,9 @@ void launch_v4(const FwdParams<T>& p, const LaunchArgs& a) {
 
 // ---------------------------------------------------------------------------------------------
 // v6_bulk_rows: the bulk-rows skeleton (kernels/common/bulk_rows.cuh) for full rows of up to
-// 128-thread teams (1K-4K bf16), one round of sums (x, x^2) and a second over the kept packs
-// where one_pass_variance_ok turns the first down; other rows take v4.
+// 128-thread teams (1K-4K bf16) and of fitted teams of 3 or 5 warps (3072, 5120 bf16), one
+// round of sums (x, x^2) and a second over the kept packs where one_pass_variance_ok turns the
+// first down; other rows take v4.
 // ---------------------------------------------------------------------------------------------
 
 template <class T>
@@ -641,6 +643,10 @@ struct LayernormBulk {
   static constexpr int kSmallestTeam = 32;
   static constexpr int kLargestTeam = 128;
   static constexpr bool kFullRowsOnly = true;
+  // Fitted teams of 3 and 5 warps (3072, 5120 bf16) read 94.7 / 94.7 against v4's 92.5 / 93.0
+  // (fp16 +1.5 / +0.3); 6 to 14 warps (6144-14336) -0.2 to -1.5 (fp16 to -2.2), but 7 +1.4 (H200,
+  // two repetitions in one run; NOTES, forty-eighth session).
+  static constexpr int kLargestFittedTeam = 160;
   static constexpr bool kSecondRound = true;
 
   static bool aligned(const Params& p) { return fwd_rows_aligned(p); }
@@ -831,7 +837,7 @@ KBENCH_REGISTER(layernorm_v5_vec16_warp_rows) {
 
 KBENCH_REGISTER(layernorm_v6_bulk_rows) {
   register_impl("layernorm", "v6_bulk_rows")
-      .note("x staged by bulk copies (TMA), one block per row, full rows to 4K bf16; else v4")
+      .note("x staged by bulk copies (TMA), one block per row, full rows to 4K bf16 and 5120; else v4")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch([](const LaunchArgs& a) {
         dispatch_dtype(a.dtype, [&](auto tag) {
