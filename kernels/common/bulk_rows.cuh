@@ -11,13 +11,13 @@
 // 12 or 14 warps: 3072, 5120, 6144, 7168, 10240, 12288, 14336 bf16 at 4 packs), a team of
 // exactly that many ("fitted"); otherwise the smallest of 32-512 that holds the row. 512 / kTeam
 // blocks (at least one) share an SM. Each block keeps as many one-row stages as its share of
-// 208 KB allows, 2 to 8 (3 at the sweep's bf16 widths with two staged tensors, 6 with one). Each thread reads
-// its packs of the row into registers (Op::take, which may store an output at once and adds to
-// the row's sums); one barrier per row ends the stage's reads (thread 0 then starts the copies
-// of the row that stage holds next) and publishes the warps' sums; then Op::store writes the
-// outputs. Full rows (packs == kTeam * Op::kPacks: 1K, 2K, 4K, 8K, 16K bf16 at 4 packs, and
-// every fitted team's) take a kernel without a branch per pack. Rows of up to 512 * Op::kPacks
-// packs (16384 bf16 at 4).
+// 208 KB allows, 2 to 8 (3 at the sweep's bf16 widths with two staged tensors, 6 with one).
+// Each thread reads its packs of the row into registers (Op::take, which may store an output at
+// once and adds to the row's sums); one barrier per row ends the stage's reads (thread 0 then
+// starts the copies of the row that stage holds next) and publishes the warps' sums; then
+// Op::store writes the outputs. Full rows (packs == kTeam * Op::kPacks: 1K, 2K, 4K, 8K, 16K bf16
+// at 4 packs, and every fitted team's) take a kernel without a branch per pack. Rows of up to
+// 512 * Op::kPacks packs (16384 bf16 at 4).
 //
 // An Op provides:
 //   Type, Params (with rows, cols), Sums (float, float2 or float4), Stats, Held, Kept
@@ -248,7 +248,8 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
     } else {
       if (packs > int64_t{kTeam} * kPacks) return false;  // a larger team's row
       const bool full = packs == int64_t{kTeam} * kPacks;
-      if ((Op::kFullRowsOnly || kFitted) && !full) return false;  // (larger teams' are not full either)
+      // (A larger power-of-two team's rows are not full either.)
+      if ((Op::kFullRowsOnly || kFitted) && !full) return false;
       constexpr int kBlock = std::max(KBENCH_BULK_MIN_BLOCK, kTeam);
       constexpr int kRows = kBlock / kTeam;
       constexpr int kBlocksPerSm = std::max(1, kThreadsPerSm / kBlock);

@@ -25,7 +25,8 @@
 //                   common/bulk_rows.cuh), a block of one team per row, 512 threads per SM,
 //                   3 rows in flight per block. Full rows of up to 256-thread teams only (1K,
 //                   2K, 4K, 8K bf16; 512-4K fp32), and of teams of 3, 5 or 6 warps (3072,
-//                   5120, 6144 bf16; 1536, 2560, 3072 fp32); other rows, and GPUs before sm_90, take v4.
+//                   5120, 6144 bf16; 1536, 2560, 3072 fp32); other rows, and GPUs before
+//                   sm_90, take v4.
 #include "kernels/common/bulk_rows.cuh"
 #include "kernels/polynorm/polynorm_math.h"
 
@@ -103,7 +104,7 @@ KBENCH_REGISTER(fused_mul_polynorm_v4_vec16_staged) {
 
 KBENCH_REGISTER(fused_mul_polynorm_v5_bulk_rows) {
   register_impl("fused_mul_polynorm", "v5_bulk_rows")
-      .note("x, m staged by bulk copies (TMA), one block per row, full rows to 8K bf16 and 5120; else v4")
+      .note("x, m staged by bulk copies (TMA), a block per row, full rows to 6K, 8K bf16; else v4")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch(launch_v5)
       .rejects(accepts_any_shape)

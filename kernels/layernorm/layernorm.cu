@@ -837,7 +837,7 @@ KBENCH_REGISTER(layernorm_v5_vec16_warp_rows) {
 
 KBENCH_REGISTER(layernorm_v6_bulk_rows) {
   register_impl("layernorm", "v6_bulk_rows")
-      .note("x staged by bulk copies (TMA), one block per row, full rows to 4K bf16 and 5120; else v4")
+      .note("x staged by bulk copies (TMA), one block per row, full rows to 5120 bf16; else v4")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch([](const LaunchArgs& a) {
         dispatch_dtype(a.dtype, [&](auto tag) {
