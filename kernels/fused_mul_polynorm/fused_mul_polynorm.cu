@@ -27,7 +27,6 @@
 //                   2K, 4K, 8K bf16; 512-4K fp32), and of teams of 3, 5 or 6 warps (3072,
 //                   5120, 6144 bf16; 1536, 2560, 3072 fp32); other rows, and GPUs before
 //                   sm_90, take v4.
-#include "kernels/common/bulk_rows.cuh"
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {
@@ -49,16 +48,6 @@ struct FusedMulPolynormBulk : PolynormFwdBulk<T, true> {
   // to -4.0 (H200, two repetitions in one run; NOTES, forty-eighth session).
   static constexpr int kLargestFittedTeam = 192;
 };
-
-void launch_v5(const LaunchArgs& a) {
-  dispatch_dtype(a.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const FwdParams<T> p = fwd_params<T, true>(a);
-    if (!bulk_rows::launch_bulk_rows<FusedMulPolynormBulk<T>>(p, a)) {
-      launch_polynorm_fwd_v4<true>(a);
-    }
-  });
-}
 
 }  // namespace
 
@@ -106,7 +95,7 @@ KBENCH_REGISTER(fused_mul_polynorm_v5_bulk_rows) {
   register_impl("fused_mul_polynorm", "v5_bulk_rows")
       .note("x, m staged by bulk copies (TMA), a block per row, full rows to 6K, 8K bf16; else v4")
       .dtypes({DType::f32, DType::f16, DType::bf16})
-      .launch(launch_v5)
+      .launch(launch_polynorm_fwd_bulk<FusedMulPolynormBulk, true>)
       .rejects(accepts_any_shape)
       .workspace(no_workspace);
 }

@@ -30,7 +30,6 @@
 //                   128-thread team per block at 8 packs per thread, four blocks per SM: full
 //                   rows of that team only (8192 bf16 / fp16, 4096 fp32); other rows, and GPUs
 //                   before sm_90, take v4.
-#include "kernels/common/bulk_rows.cuh"
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {
@@ -55,14 +54,6 @@ struct PolynormBulk : PolynormFwdBulk<T, false> {
   // and 4.2-5.0 under it at 20480-28672 (H200, bf16 and fp16; NOTES, forty-eighth session).
   static constexpr int kLargestFittedTeam = 0;
 };
-
-void launch_v5(const LaunchArgs& a) {
-  dispatch_dtype(a.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const FwdParams<T> p = fwd_params<T, false>(a);
-    if (!bulk_rows::launch_bulk_rows<PolynormBulk<T>>(p, a)) launch_polynorm_fwd_v4<false>(a);
-  });
-}
 
 }  // namespace
 
@@ -110,7 +101,7 @@ KBENCH_REGISTER(polynorm_v5_bulk_rows) {
   register_impl("polynorm", "v5_bulk_rows")
       .note("x staged by bulk copies (TMA), 8 packs, full rows of a 128-thread team only; else v4")
       .dtypes({DType::f32, DType::f16, DType::bf16})
-      .launch(launch_v5)
+      .launch(launch_polynorm_fwd_bulk<PolynormBulk, false>)
       .rejects(accepts_any_shape)
       .workspace(no_workspace);
 }

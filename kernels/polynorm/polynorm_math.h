@@ -38,6 +38,7 @@
 #include <type_traits>
 
 #include "harness/registry.h"
+#include "kernels/common/bulk_rows.cuh"
 #include "kernels/common/compat.h"
 #include "kernels/common/dtypes.h"
 #include "kernels/common/launch.h"
@@ -833,6 +834,17 @@ struct PolynormFwdBulk {
     }
   }
 };
+
+// Both ops' v5_bulk_rows: the rows Policy<T> takes on the bulk kernel, other rows (and GPUs
+// before sm_90) on v4's.
+template <template <class> class Policy, bool kHasMul>
+void launch_polynorm_fwd_bulk(const LaunchArgs& a) {
+  dispatch_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const FwdParams<T> p = fwd_params<T, kHasMul>(a);
+    if (!bulk_rows::launch_bulk_rows<Policy<T>>(p, a)) launch_polynorm_fwd_v4<kHasMul>(a);
+  });
+}
 
 // =============================================================================================
 // Backward: the scalar gradients
