@@ -7,8 +7,10 @@
 #include "harness/ceilings.h"
 #include "harness/device.h"
 #include "harness/errors.h"
+#include "harness/gpu_kernels.h"
 #include "harness/output.h"
 #include "kernels/common/memory_class.h"
+#include "kernels/common/staged_config.h"
 
 namespace kbench::app {
 namespace {
@@ -18,13 +20,34 @@ struct DevicesOptions {
   std::string ceilings = default_ceilings_path();
 };
 
+// Clusters of 2, 4 and 8 blocks shaped as the staged kernels' (one 512-thread block per SM,
+// kSharedBudget of shared memory) that fit at once: the staged kernels' rows over several blocks
+// run on that many SMs, and two GPUs of one kind may differ here.
+constexpr int kClusterSizes[] = {2, 4, 8};
+constexpr int kClusterKinds = 3;
+
+struct ClusterCounts {
+  int counts[kClusterKinds] = {};  // per kClusterSizes entry; all 0 without clusters
+  bool any() const { return counts[kClusterKinds - 1] > 0; }
+};
+
+ClusterCounts staged_cluster_counts(int device) {
+  KB_GPU_CHECK(gpuSetDevice(device));
+  ClusterCounts c;
+  for (int i = 0; i < kClusterKinds; ++i) {
+    c.counts[i] =
+        resident_clusters(kClusterSizes[i], staged_rows::kBlock, staged_rows::kSharedBudget);
+  }
+  return c;
+}
+
 std::string fixed(double v, int digits = 1) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
 
-void print_text(const DeviceInfo& d, const std::optional<Ceiling>& c) {
+void print_text(const DeviceInfo& d, const std::optional<Ceiling>& c, const ClusterCounts& k) {
   std::cout << "[" << d.index << "] " << d.name << "  (" << d.arch << ", " << d.sm_count
             << " SMs, L2 " << fixed(d.l2_bytes / 1048576.0) << " MiB, "
             << fixed(d.memory_bytes / 1e9) << " GB, driver " << d.driver << ", " << d.runtime << ")\n"
@@ -34,6 +57,14 @@ void print_text(const DeviceInfo& d, const std::optional<Ceiling>& c) {
             << fixed(d.memory_clock_khz / 1e3, 0) << " MHz x " << d.bus_width_bits << " bits): "
             << (is_fast_memory(d.memory_bytes_per_sm_clock) ? "" : "not ")
             << "fast memory for the forwards' policies\n";
+  if (k.any()) {
+    std::cout << "    clusters of 512-thread blocks with " << staged_rows::kSharedBudget / 1024
+              << " KB that fit at once:";
+    for (int i = 0; i < kClusterKinds; ++i)
+      std::cout << (i ? "," : "") << " " << k.counts[i] << " of " << kClusterSizes[i] << " ("
+                << k.counts[i] * kClusterSizes[i] << " SMs)";
+    std::cout << "\n";
+  }
   if (c)
     std::cout << "    measured copy " << fixed(c->copy_gbps, 0) << " GB/s ("
               << fixed(100 * c->copy_gbps / d.peak_gbps) << "% of peak)"
@@ -43,7 +74,8 @@ void print_text(const DeviceInfo& d, const std::optional<Ceiling>& c) {
     std::cout << "    not calibrated (run `kbench calibrate`)\n";
 }
 
-std::string json_object(const DeviceInfo& d, const std::optional<Ceiling>& c) {
+std::string json_object(const DeviceInfo& d, const std::optional<Ceiling>& c,
+                        const ClusterCounts& k) {
   auto q = [](const std::string& s) { return "\"" + json_escape(s) + "\""; };
   std::string out = "{\"index\": " + std::to_string(d.index) + ", \"name\": " + q(d.name) +
                     ", \"slug\": " + q(d.slug) + ", \"arch\": " + q(d.arch) +
@@ -55,6 +87,11 @@ std::string json_object(const DeviceInfo& d, const std::optional<Ceiling>& c) {
                     ", \"peak_bf16_tflops\": " + fixed(d.peak_bf16_tflops) +
                     ", \"memory_bytes_per_sm_clock\": " + fixed(d.memory_bytes_per_sm_clock) +
                     ", \"fast_memory\": " + (is_fast_memory(d.memory_bytes_per_sm_clock) ? "true" : "false");
+  out += ", \"resident_clusters\": {";
+  for (int i = 0; i < kClusterKinds; ++i)
+    out += std::string(i ? ", " : "") + "\"" + std::to_string(kClusterSizes[i]) +
+           "\": " + std::to_string(k.counts[i]);
+  out += "}";
   if (c)
     out += ", \"ceiling_copy_gbps\": " + fixed(c->copy_gbps) +
            ", \"ceiling_gemm_bf16_tflops\": " + fixed(c->gemm_bf16_tflops) +
@@ -72,8 +109,9 @@ int execute(const DevicesOptions& o) {
   for (int i = 0; i < count; ++i) {
     const DeviceInfo d = query_device(i);
     const std::optional<Ceiling> c = find_ceiling(o.ceilings, d.slug);
-    if (o.json) std::cout << "  " << json_object(d, c) << (i + 1 < count ? "," : "") << "\n";
-    else print_text(d, c);
+    const ClusterCounts k = staged_cluster_counts(i);
+    if (o.json) std::cout << "  " << json_object(d, c, k) << (i + 1 < count ? "," : "") << "\n";
+    else print_text(d, c, k);
   }
   if (o.json) std::cout << "]\n";
   return kExitOk;

@@ -1,6 +1,7 @@
 #include "harness/gpu_kernels.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "harness/registry.h"
 #include "kernels/common/staged_rows.cuh"
@@ -107,6 +108,12 @@ struct StagedCopy {
   static bf16_t* col_grad(const Params&, int) { return nullptr; }
 };
 
+// Never launched: the kernel whose clusters resident_clusters counts.
+__global__ void cluster_probe_kernel(int* sink) {
+  extern __shared__ int probe_shared[];
+  if (sink != nullptr) *sink = probe_shared[threadIdx.x];
+}
+
 int grid_for(size_t items, int sm_count, int blocks_per_sm) {
   const size_t needed = (items + kThreads - 1) / kThreads;
   return static_cast<int>(std::max<size_t>(1, std::min<size_t>(needed,
@@ -174,6 +181,16 @@ bool launch_copy_staged(void* dst, const void* src, size_t bytes, size_t row_byt
   a.sm_count = sm_count;
   a.stream = stream;
   return staged_rows::launch_staged<StagedCopy>(p, true, a);
+}
+
+int resident_clusters(int cluster, int threads, size_t shared_bytes) {
+  int device = 0, most_shared = 0;
+  KB_GPU_CHECK(gpuGetDevice(&device));
+  KB_GPU_CHECK(gpuDeviceGetAttribute(&most_shared, gpuDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (shared_bytes > static_cast<size_t>(most_shared)) return 0;
+  static std::atomic<uint64_t> opted_in{0};
+  allow_shared_bytes(reinterpret_cast<const void*>(cluster_probe_kernel), shared_bytes, opted_in);
+  return max_active_clusters(cluster_probe_kernel, threads, shared_bytes, cluster);
 }
 
 void launch_fill(void* dst, size_t count, int element_bytes, uint32_t pattern,

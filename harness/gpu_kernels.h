@@ -37,6 +37,14 @@ void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpu
 bool launch_copy_staged(void* dst, const void* src, size_t bytes, size_t row_bytes, int sm_count,
                         gpuStream_t stream);
 
+// How many clusters of `cluster` blocks, each of `threads` threads and `shared_bytes` of dynamic
+// shared memory, fit on the current GPU at once: 0 where clusters do not exist (before sm_90,
+// HIP) or the blocks do not fit. The staged kernels' rows over 4 or 8 blocks run in such
+// clusters, on that many times `cluster` SMs, and GPUs of one kind may differ in it (an H200
+// and an H100 each held 15 clusters of 8 blocks of 200 KB: 120 of 132 SMs). `kbench devices`
+// prints it.
+int resident_clusters(int cluster, int threads, size_t shared_bytes);
+
 // Fills `count` elements of `element_bytes` (2 or 4) with `pattern` (its low bytes).
 void launch_fill(void* dst, size_t count, int element_bytes, uint32_t pattern,
                  gpuStream_t stream);

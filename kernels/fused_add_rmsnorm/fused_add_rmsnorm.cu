@@ -105,7 +105,11 @@ struct FusedAddRmsnormStaged : rmsnorm_rows::RmsnormFwdStaged<T> {
   // Wider rows (64K bf16: 8 blocks of two 256-thread teams) stay in clusters: as grid rows
   // (kGridRows = true), same run, three repetitions, H200 91.2 against 89.4-90.2% of the copy
   // ceiling at 512x65536 bf16, but H100 90.0-90.5 against 91.7-92.1 at 1024x65536 and -0.3 to
-  // -1.8 at every other 64K point and in fp32.
+  // -1.8 at every other 64K point and in fp32. Grid rows on GPUs with fast memory only, where
+  // they put more blocks to work, measured lower on an H200 that holds 15 clusters of 8 (120
+  // SMs, against grid rows' 128), same run, three repetitions: 88.2-88.9 against 89.7-90.5 at
+  // 512x65536, 86.5-87.1 against 90.2-90.7 at 1024x65536, 3.0-4.7 lower at 40000-57344 (fp16
+  // -2.9, fp32 -1.3 at 64K; kernels/rmsnorm/NOTES.md, forty-ninth session).
 
   __device__ static const T* staged_row(const FwdParams<T>& p, int i, int64_t row) {
     return (i == 0 ? p.x : p.r) + row * p.cols;
