@@ -1,6 +1,8 @@
 // kbench devices: the GPUs, their datasheet peaks and the ceilings measured so far.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 #include <optional>
 
 #include "apps/commands.h"
@@ -24,11 +26,13 @@ struct DevicesOptions {
 // kSharedBudget of shared memory) that fit at once: the staged kernels' rows over several blocks
 // run on that many SMs, and two GPUs of one kind may differ here.
 constexpr int kClusterSizes[] = {2, 4, 8};
-constexpr int kClusterKinds = 3;
+constexpr int kClusterKinds = static_cast<int>(std::size(kClusterSizes));
 
 struct ClusterCounts {
   int counts[kClusterKinds] = {};  // per kClusterSizes entry; all 0 without clusters
-  bool any() const { return counts[kClusterKinds - 1] > 0; }
+  bool any() const {
+    return std::any_of(std::begin(counts), std::end(counts), [](int n) { return n > 0; });
+  }
 };
 
 ClusterCounts staged_cluster_counts(int device) {

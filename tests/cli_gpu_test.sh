@@ -17,6 +17,15 @@ read -r events kernel < <(sed -n 's/.*timing floor *\([0-9.]*\) µs[^0-9]*\([0-9
 python3 -c "import sys; e, k = map(float, sys.argv[1:]); sys.exit(not (0 < e < k < 100))" \
   "${events:-0}" "${kernel:-0}" || fail "timing floor '${events:-} ${kernel:-}'"
 "$kbench" devices --json | python3 -m json.tool >/dev/null || fail "devices --json"
+# Clusters that fit: counts of 2, 4 and 8 blocks, none negative, and no more clusters of a size
+# than of half that size (a cluster of 8 holds two of 4).
+"$kbench" devices --json | python3 -c "
+import json, sys
+for d in json.load(sys.stdin):
+    c = d['resident_clusters']
+    n = [c[k] for k in ('2', '4', '8')]
+    assert all(isinstance(v, int) and v >= 0 for v in n) and n[1] <= n[0] and n[2] <= n[1], c
+" || fail "devices --json resident_clusters"
 
 # A point too large for the GPU is a skip row; the sweep goes on and the next point passes.
 "$kbench" run rmsnorm --dtype bf16 --shape 4096x99999999999,256x1024 --csv "$tmp/a.csv" --samples 5
