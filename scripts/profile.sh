@@ -3,9 +3,9 @@
 # profiled once each after the correctness check, clocks left alone (--clock-control none) and
 # caches flushed before each kernel (ncu's default), so cold L2 as in `kbench run`.
 #   bash scripts/profile.sh KBENCH OP IMPL SHAPE [DTYPE]     (DTYPE default bf16)
-# Prints duration, DRAM throughput, issue rate, instructions per element and the top warp stalls
-# (warp instructions x 32 / M*N) of each kernel, and appends ncu's full text to
-# $OUT/profile.txt.
+# Prints duration, DRAM and L2 throughput, issue rate, instructions per element (warp
+# instructions x 32 / M*N) and the top warp stalls of each kernel, and appends ncu's full text
+# to $OUT/profile.txt.
 set -uo pipefail
 kbench=$1 op=$2 impl=$3 shape=$4 dtype=${5:-bf16}
 out=${OUT:-$PWD/out}
@@ -23,8 +23,8 @@ ncu --clock-control none --kernel-name regex:'^(staged|finalize|bulk|.*norm)' --
 # One line per kernel: name (shortened), then the numbers that say what bounds it.
 awk -v el="$elements" -v point="$op $impl $shape $dtype" '
   function flush() {
-    if (name != "") printf "%s | %s: %s us, DRAM %s%%, a warp issuing in %s%% of cycles, %.1f instr/element, %s regs, grid %s\n",
-                           point, name, dur, dram, issue, inst, regs, grid
+    if (name != "") printf "%s | %s: %s us, DRAM %s%%, L2 %s%%, a warp issuing in %s%% of cycles, %.1f instr/element, %s regs, grid %s\n",
+                           point, name, dur, dram, l2, issue, inst, regs, grid
     name = ""
   }
   /^  [^ ].*\(.*\) \(/ { flush(); name = $0; sub(/^ *(void )?/, "", name)
@@ -32,6 +32,7 @@ awk -v el="$elements" -v point="$op $impl $shape $dtype" '
                           sub(/<.*/, "", name); sub(/\(.*/, "", name) }
   / Duration / { dur = $NF }
   /DRAM Throughput/ { dram = $NF }
+  /L2 Cache Throughput/ { l2 = $NF }
   /One or More Eligible/ { issue = $NF }
   /Registers Per Thread/ { regs = $NF }
   /smsp__inst_executed.sum/ { v = $NF; gsub(",", "", v); inst = v * 32 / el }
