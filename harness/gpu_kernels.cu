@@ -160,8 +160,10 @@ void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpu
         static_cast<float*>(dst), static_cast<const float*>(src), count);
   else if (unroll >= 8)
     copy_tiled_kernel<8><<<grid(8), kThreads, 0, stream>>>(d, s, count);
-  else
+  else if (unroll >= 4)
     copy_tiled_kernel<4><<<grid(4), kThreads, 0, stream>>>(d, s, count);
+  else
+    copy_tiled_kernel<1><<<grid(1), kThreads, 0, stream>>>(d, s, count);
   KB_GPU_CHECK_LAUNCH();
 }
 

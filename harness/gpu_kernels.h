@@ -23,9 +23,9 @@ inline size_t flush_buffer_bytes(size_t l2_bytes) {
 void launch_spin(int64_t cycles, gpuStream_t stream);
 
 // dst = src over `bytes` (a multiple of 16) with 16-byte accesses, two ways: a persistent
-// grid-stride loop (four loads in flight per thread), and one tile of `unroll` vectors per
-// thread with a grid as large as the data (the shape of framework elementwise kernels);
-// unroll < 0 selects the tiled copy with streaming (evict-first) loads and stores.
+// grid-stride loop (four loads in flight per thread), and one tile of `unroll` vectors (1, 4
+// or 8) per thread with a grid as large as the data (the shape of framework elementwise
+// kernels); unroll < 0 selects the tiled copy with streaming (evict-first) loads and stores.
 void launch_copy(void* dst, const void* src, size_t bytes, int sm_count, gpuStream_t stream);
 void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpuStream_t stream);
 // The same copy through shared memory with the staged-row kernels' pipeline (async copies,

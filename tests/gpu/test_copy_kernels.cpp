@@ -54,7 +54,7 @@ TEST(CalibrationCopies, EveryMethodCopiesEveryByte) {
     EXPECT_EQ(first_wrong_byte(bytes, [&](void* d, const void* s) {
                 launch_copy(d, s, bytes, sm_count, nullptr);
               }), -1) << "grid-stride copy";
-    for (int unroll : {4, 8, -1}) {
+    for (int unroll : {1, 4, 8, -1}) {
       EXPECT_EQ(first_wrong_byte(bytes, [&](void* d, const void* s) {
                   launch_copy_tiled(d, s, bytes, unroll, nullptr);
                 }), -1) << "tiled copy, unroll " << unroll;
