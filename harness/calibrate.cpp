@@ -83,8 +83,8 @@ Ceiling measure_copy_ceiling(const DeviceInfo& device, gpuStream_t stream,
        [&](void* d, const void* s, size_t n) { launch_copy(d, s, n, device.sm_count, stream); }},
       // One 16-byte pack a thread, a block of 4 KB: blocks start in order as others finish, so
       // the memory in use at once stays a few MB wide. On an H200 it copies as fast as
-      // cudaMemcpy (4147-4169 against 4158-4165 GB/s), where persistent and x4 / x8 copies stop
-      // at 3.9-4.0 TB/s (kernels/rmsnorm/NOTES.md, fiftieth session).
+      // cudaMemcpy (two calibrations: 4301-4304 against 4299-4301 GB/s), where the other copy
+      // kernels' best read 4165 against 4278 (kernels/rmsnorm/NOTES.md, fiftieth session).
       {"tiled copy kernel x1", false,
        [&](void* d, const void* s, size_t n) { launch_copy_tiled(d, s, n, 1, stream); }},
       {"tiled copy kernel x4", false,
