@@ -19,6 +19,17 @@
 // at 4 packs, and every fitted team's) take a kernel without a branch per pack. Rows of up to
 // 512 * Op::kPacks packs (16384 bf16 at 4).
 //
+// The grid is persistent. A block takes its first groups of rows by its index and, where the op
+// asks for it (Op::kClaimedPercent) on teams of 128 threads or more on GPUs with fast memory
+// (the H200), the last kClaimedPercent of the groups one by one from a counter (row_claims.h),
+// so SMs the memory serves faster take more of them: ncu counted the SMs of the by-index kernel
+// active for 85 K to 127 K of its 128 K cycles at 8192x4096 on the H200. Same run, H200, bf16,
+// three repetitions (means), against the by-index kernel at 4K / 5120 / 8K / 12288 / 16K:
+// fused_add_rmsnorm (60%) 95.4 / 96.7 / 94.9 / 95.7 / 94.8 against 93.9 / 95.3 / 93.0 / 93.0 /
+// 92.5; fused_mul_polynorm (40%) 98.1 / 97.2 at 4K / 8K against 95.8 / 92.5. Teams of 32 and 64
+// (1K, 2K) read level or lower with claims, layernorm's kernels 1-8 lower, polynorm's 8-pack
+// 8K rows 1.5-2.4 lower (NOTES, fifty-second session).
+//
 // An Op provides:
 //   Type, Params (with rows, cols), Sums (float, float2 or float4), Stats, Held, Kept
 //   kStaged                          how many tensors are staged
@@ -26,6 +37,7 @@
 //   kSmallestTeam, kLargestTeam,     which rows it takes (others go to the op's staged impl):
 //   kFullRowsOnly,                   rows of power-of-two teams below the smallest go to the
 //   kLargestFittedTeam               next team; fitted teams up to the largest (0: none)
+//   kClaimedPercent                  the percent of groups claimed (0: none; above)
 //   aligned(p)                       host: every row of every tensor 16-byte aligned
 //   staged(p, i)                     tensor i's first element
 //   hold(p, col, valid)              what a thread keeps across rows for its pack at col (w)
@@ -72,6 +84,7 @@
 #include "kernels/common/compat.h"
 #include "kernels/common/launch.h"
 #include "kernels/common/reduce.h"
+#include "kernels/common/row_claims.h"
 #include "kernels/common/staged_rows.cuh"
 #include "kernels/common/vec.h"
 
@@ -94,10 +107,16 @@ namespace kbench::bulk_rows {
 
 constexpr int kMaxStages = 8;
 constexpr int kThreadsPerSm = 512;
+// Claimed groups (row_claims.h) for teams of 128 threads or more (4 blocks per SM or fewer),
+// on GPUs with fast memory, for ops whose kClaimedPercent is not 0; at most 40 claims per SM
+// (32768 rows of 1K on 2112 blocks, 60% claimed: fused_add_rmsnorm 86.1 against 96.2, the
+// counter's atomics too many), H200, bf16, NOTES (fifty-second session).
+constexpr int kClaimsFromTeam = 128;
+constexpr int64_t kMostClaimsPerSm = 40;
 
-template <class Op, int kTeam, int kBlock, bool kFull>
+template <class Op, int kTeam, int kBlock, bool kFull, bool kClaims>
 __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
-    bulk_rows_kernel(typename Op::Params p, int stages) {
+    bulk_rows_kernel(typename Op::Params p, int stages, RowClaims claims) {
 #if KBENCH_BULK_COPY
   using T = typename Op::Type;
   using Sums = typename Op::Sums;
@@ -109,6 +128,7 @@ __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
   extern __shared__ __align__(128) unsigned char stage_memory[];
   __shared__ uint64_t full[kMaxStages];
   __shared__ Sums warp_sums[2][kBlock / kWarpSize];
+  __shared__ int64_t stage_groups[kMaxStages];  // a claimed stage's group; -1: the block's end
 
   const int64_t cols = p.cols;
   const int packs = static_cast<int>(cols / V);
@@ -132,12 +152,46 @@ __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
       bulk_copy(stage(s) + i * tensor_bytes, Op::staged(p, i) + first * cols, bytes, &full[s]);
     }
   };
+  // A block's groups go by its index (block b: b, b + grid, ...), as every thread computes,
+  // up to by_index_end; with kClaims thread 0 claims the rest from the counter and tells the
+  // readers through stage_groups, each claim asked one refill ahead so its answer is back when
+  // it is used.
+  const int64_t by_index_end =
+      kClaims && claims.first_claimed < groups ? claims.first_claimed : groups;
+  [[maybe_unused]] uint32_t claimed = 0;  // thread 0: the claim asked ahead
+  [[maybe_unused]] bool ended = by_index_end == groups;  // thread 0: nothing left to claim
+  // Thread 0: stage s's next group, `by_index` while that is the block's by index.
+  const auto fill_stage = [&](int s, int64_t by_index) {
+    if (by_index < by_index_end) {
+      start_copies(by_index, s);
+      if constexpr (kClaims) {
+        if (!ended && by_index + gridDim.x >= by_index_end) claimed = atomicAdd(claims.counter, 1u);
+      }
+      return;
+    }
+    if constexpr (kClaims) {
+      const int64_t group = ended ? groups : by_index_end + claimed;
+      if (group < groups) {
+        claimed = atomicAdd(claims.counter, 1u);
+        stage_groups[s] = group;  // published to the readers by the barrier's arrival
+        start_copies(group, s);
+      } else {
+        ended = true;
+        stage_groups[s] = -1;
+        barrier_expect_bytes(&full[s], 0);  // the phase completes with no copy
+      }
+    }
+  };
   if (threadIdx.x == 0) {
+    if constexpr (kClaims) {
+      if (blockIdx.x == 0) *claims.clear = 0;  // a later launch's counter
+      // A block with no group by index asks its first claim now.
+      if (!ended && blockIdx.x >= by_index_end) claimed = atomicAdd(claims.counter, 1u);
+    }
     for (int s = 0; s < stages; ++s) barrier_init(&full[s], 1);
     barrier_init_fence();
     for (int s = 0; s < stages; ++s) {
-      const int64_t group = blockIdx.x + static_cast<int64_t>(s) * gridDim.x;
-      if (group < groups) start_copies(group, s);
+      fill_stage(s, blockIdx.x + static_cast<int64_t>(s) * gridDim.x);
     }
   }
   typename Op::Held held[kPacks];
@@ -152,8 +206,15 @@ __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
   int s = 0;
   uint32_t phase = 0;
   int parity = 0;
-  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
+  for (int64_t by_index = blockIdx.x; kClaims || by_index < groups; by_index += gridDim.x) {
     barrier_wait(&full[s], phase);
+    int64_t group = by_index;
+    if constexpr (kClaims) {
+      if (by_index >= by_index_end) {
+        group = stage_groups[s];
+        if (group < 0) break;
+      }
+    }
     const int64_t row = group * kRows + team;
     // A stage of one row is always live (group < groups), and a full row (kFull: packs ==
     // kTeam * kPacks) has all its packs: no branch per pack (ncu at 4096x8192 bf16 on the H200
@@ -179,10 +240,7 @@ __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
       if (threadIdx.x % kWarpSize == 0) warp_sums[parity][warp] = sums;
     }
     __syncthreads();  // the stage is read (and the warps' sums are out)
-    if (threadIdx.x == 0) {
-      const int64_t next = group + static_cast<int64_t>(stages) * gridDim.x;
-      if (next < groups) start_copies(next, s);
-    }
+    if (threadIdx.x == 0) fill_stage(s, by_index + static_cast<int64_t>(stages) * gridDim.x);
     if constexpr (kTeamWarps > 1) {
       sums = Sums{};
 #pragma unroll
@@ -260,17 +318,29 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
       const int64_t groups = ceil_div(p.rows, kRows);
       const int grid = static_cast<int>(
           std::min<int64_t>(groups, int64_t{std::max(a.sm_count, 1)} * kBlocksPerSm));
-      const auto run = [&](auto full_rows) {
-        const auto kernel = bulk_rows_kernel<Op, kTeam, kBlock, decltype(full_rows)::value>;
+      const auto run = [&](auto full_rows, auto claimed) {
+        constexpr bool kClaims = decltype(claimed)::value;
+        constexpr bool kFullRows = decltype(full_rows)::value;
+        const auto kernel = bulk_rows_kernel<Op, kTeam, kBlock, kFullRows, kClaims>;
         static std::atomic<uint64_t> done{0}, carveout{0};
         allow_shared_bytes(reinterpret_cast<const void*>(kernel), budget, done);
         if (kBlocksPerSm > 1) prefer_shared_carveout(reinterpret_cast<const void*>(kernel), carveout);
-        kernel<<<grid, kBlock, stages * stage_bytes, stream_of(a)>>>(p, stages);
+        const RowClaims claims =
+            kClaims ? row_claims_for_launch(groups, grid, Op::kClaimedPercent,
+                                            kMostClaimsPerSm * std::max(a.sm_count, 1))
+                    : RowClaims{};
+        kernel<<<grid, kBlock, stages * stage_bytes, stream_of(a)>>>(p, stages, claims);
+      };
+      const auto run_rows = [&](auto full_rows) {
+        if constexpr (Op::kClaimedPercent > 0 && kTeam >= kClaimsFromTeam) {
+          if (staged_rows::fast_memory()) return run(full_rows, std::true_type{});
+        }
+        run(full_rows, std::false_type{});
       };
       if (full) {
-        run(std::true_type{});
+        run_rows(std::true_type{});
       } else if constexpr (!Op::kFullRowsOnly && !kFitted) {
-        run(std::false_type{});
+        run_rows(std::false_type{});
       }
       KB_GPU_CHECK_LAUNCH();
       return true;

@@ -47,6 +47,9 @@ struct FusedMulPolynormBulk : PolynormFwdBulk<T, true> {
   // v4's 90.9 / 94.9 / 91.2 (fp16 +3.3 / 0.0 / +1.0, fp32 at 6 warps -0.2); 7 to 14 warps -0.4
   // to -4.0 (H200, two repetitions in one run; NOTES, forty-eighth session).
   static constexpr int kLargestFittedTeam = 192;
+  // 40% of the groups claimed: +2.3 / +4.7 at 4K / 8K, 60% and 80% 0.3-0.8 under that (H200,
+  // bf16; bulk_rows.cuh's top).
+  static constexpr int kClaimedPercent = 40;
 };
 
 }  // namespace

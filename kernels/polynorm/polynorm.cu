@@ -53,6 +53,7 @@ struct PolynormBulk : PolynormFwdBulk<T, false> {
   // Fitted teams at 8 packs (6144 bf16: 3 warps; 10240-14336: 5-7) read -1.0 to +1.0 from v4,
   // and 4.2-5.0 under it at 20480-28672 (H200, bf16 and fp16; NOTES, forty-eighth session).
   static constexpr int kLargestFittedTeam = 0;
+  static constexpr int kClaimedPercent = 0;  // 40-80% read 1.5-2.4 lower at 8K (H200)
 };
 
 }  // namespace
