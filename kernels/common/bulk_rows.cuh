@@ -20,15 +20,17 @@
 // 512 * Op::kPacks packs (16384 bf16 at 4).
 //
 // The grid is persistent. A block takes its first groups of rows by its index and, where the op
-// asks for it (Op::kClaimedPercent) on teams of 128 threads or more on GPUs with fast memory
-// (the H200), the last kClaimedPercent of the groups one by one from a counter (row_claims.h),
-// so SMs the memory serves faster take more of them: ncu counted the SMs of the by-index kernel
-// active for 85 K to 127 K of its 128 K cycles at 8192x4096 on the H200. Same run, H200, bf16,
-// three repetitions (means), against the by-index kernel at 4K / 5120 / 8K / 12288 / 16K:
-// fused_add_rmsnorm (60%) 95.4 / 96.7 / 94.9 / 95.7 / 94.8 against 93.9 / 95.3 / 93.0 / 93.0 /
-// 92.5; fused_mul_polynorm (40%) 98.1 / 97.2 at 4K / 8K against 95.8 / 92.5. Teams of 32 and 64
-// (1K, 2K) read level or lower with claims, layernorm's kernels 1-8 lower, polynorm's 8-pack
-// 8K rows 1.5-2.4 lower (NOTES, fifty-second session).
+// asks for it (Op::kClaimedPercent) on teams of 128 threads or more, the last kClaimedPercent of
+// the groups one by one from a counter (row_claims.h), so SMs the memory serves faster take more
+// of them: ncu counted the SMs of the by-index kernel active for 85 K to 127 K of its 128 K
+// cycles at 8192x4096 on the H200. Same run, bf16, three repetitions (means), against the
+// by-index kernel at 4K / 5120 / 8K / 12288 / 16K: H200 fused_add_rmsnorm (60%) 95.4 / 96.7 /
+// 94.9 / 95.7 / 94.8 against 93.9 / 95.3 / 93.0 / 93.0 / 92.5, fused_mul_polynorm (40%) 98.1 /
+// 97.2 at 4K / 8K against 95.8 / 92.5 (fifty-second session); H100 fused_add_rmsnorm 96.5 / 95.7
+// / 95.9 / 96.4 / 95.6 against 95.7 / 94.0 / 94.8 / 95.2 / 94.3, fused_mul_polynorm 97.7 / 96.6 /
+// 97.2 at 4K / 5120 / 8K against 96.8 / 95.2 / 95.0 (fifty-third). Teams of 32 and 64 (1K, 2K)
+// read level or lower with claims, layernorm's kernels 1-8 lower, polynorm's 8-pack 8K rows
+// 1.5-2.4 lower (H200; NOTES, fifty-second session).
 //
 // An Op provides:
 //   Type, Params (with rows, cols), Sums (float, float2 or float4), Stats, Held, Kept
@@ -108,7 +110,7 @@ namespace kbench::bulk_rows {
 constexpr int kMaxStages = 8;
 constexpr int kThreadsPerSm = 512;
 // Claimed groups (row_claims.h) for teams of 128 threads or more (4 blocks per SM or fewer),
-// on GPUs with fast memory, for ops whose kClaimedPercent is not 0; at most 40 claims per SM
+// for ops whose kClaimedPercent is not 0; at most 40 claims per SM
 // (32768 rows of 1K on 2112 blocks, 60% claimed: fused_add_rmsnorm 86.1 against 96.2, the
 // counter's atomics too many), H200, bf16, NOTES (fifty-second session).
 constexpr int kClaimsFromTeam = 128;
@@ -332,10 +334,8 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
         kernel<<<grid, kBlock, stages * stage_bytes, stream_of(a)>>>(p, stages, claims);
       };
       const auto run_rows = [&](auto full_rows) {
-        if constexpr (Op::kClaimedPercent > 0 && kTeam >= kClaimsFromTeam) {
-          if (staged_rows::fast_memory()) return run(full_rows, std::true_type{});
-        }
-        run(full_rows, std::false_type{});
+        constexpr bool kClaimed = Op::kClaimedPercent > 0 && kTeam >= kClaimsFromTeam;
+        run(full_rows, std::bool_constant<kClaimed>{});
       };
       if (full) {
         run_rows(std::true_type{});

@@ -48,7 +48,7 @@ struct FusedMulPolynormBulk : PolynormFwdBulk<T, true> {
   // to -4.0 (H200, two repetitions in one run; NOTES, forty-eighth session).
   static constexpr int kLargestFittedTeam = 192;
   // 40% of the groups claimed: +2.3 / +4.7 at 4K / 8K, 60% and 80% 0.3-0.8 under that (H200,
-  // bf16; bulk_rows.cuh's top).
+  // bf16); +0.9 / +1.4 / +2.2 at 4K / 5120 / 8K on the H100 (bulk_rows.cuh's top).
   static constexpr int kClaimedPercent = 40;
 };
 
