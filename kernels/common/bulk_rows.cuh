@@ -40,6 +40,9 @@
 //   kFullRowsOnly,                   rows of power-of-two teams below the smallest go to the
 //   kLargestFittedTeam               next team; fitted teams up to the largest (0: none)
 //   kClaimedPercent                  the percent of groups claimed (0: none; above)
+//   kLargestTeamOnFastMemory  (optional)  power-of-two teams past kLargestTeam up to this one
+//                                    on GPUs with fast memory only (staged_rows::fast_memory)
+//   kClaimsFromTeam  (optional)      the smallest team whose rows are claimed, if not 128
 //   aligned(p)                       host: every row of every tensor 16-byte aligned
 //   staged(p, i)                     tensor i's first element
 //   hold(p, col, valid)              what a thread keeps across rows for its pack at col (w)
@@ -115,6 +118,24 @@ constexpr int kThreadsPerSm = 512;
 // counter's atomics too many), H200, bf16, NOTES (fifty-second session).
 constexpr int kClaimsFromTeam = 128;
 constexpr int64_t kMostClaimsPerSm = 40;
+
+// The optional members of an Op (the list above), or their defaults.
+template <class Op>
+constexpr int largest_team_on_fast_memory() {
+  if constexpr (requires { Op::kLargestTeamOnFastMemory; }) {
+    return std::max(Op::kLargestTeam, Op::kLargestTeamOnFastMemory);
+  } else {
+    return Op::kLargestTeam;
+  }
+}
+template <class Op>
+constexpr int claims_from_team() {
+  if constexpr (requires { Op::kClaimsFromTeam; }) {
+    return Op::kClaimsFromTeam;
+  } else {
+    return kClaimsFromTeam;
+  }
+}
 
 template <class Op, int kTeam, int kBlock, bool kFull, bool kClaims>
 __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
@@ -289,8 +310,9 @@ __global__ void __launch_bounds__(kBlock, kThreadsPerSm / kBlock)
 
 // Launches Op's rows and returns true, or returns false (launching nothing) where the skeleton
 // does not apply: unaligned rows, rows past 512 * Op::kPacks packs, devices without bulk
-// copies, and rows the op leaves to its staged impl (teams past Op::kLargestTeam or below
-// Op::kSmallestTeam; rows that are not full where Op::kFullRowsOnly).
+// copies, and rows the op leaves to its staged impl (teams past Op::kLargestTeam, or on fast
+// memory past Op::kLargestTeamOnFastMemory, or below Op::kSmallestTeam; rows that are not full
+// where Op::kFullRowsOnly).
 template <class Op>
 bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
   using T = typename Op::Type;
@@ -302,10 +324,11 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
     constexpr bool kFitted = (kTeam & (kTeam - 1)) != 0;  // takes its full rows only
     constexpr bool kTaken =
         kFitted ? kTeam <= Op::kLargestFittedTeam || KBENCH_BULK_FITTED_TEAMS == 2
-                : kTeam >= Op::kSmallestTeam && kTeam <= Op::kLargestTeam;
+                : kTeam >= Op::kSmallestTeam && kTeam <= largest_team_on_fast_memory<Op>();
     if constexpr (!kTaken) {
       return false;  // another team's rows, or the op's staged impl's
     } else {
+      if (!kFitted && kTeam > Op::kLargestTeam && !staged_rows::fast_memory()) return false;
       if (packs > int64_t{kTeam} * kPacks) return false;  // a larger team's row
       const bool full = packs == int64_t{kTeam} * kPacks;
       // (A larger power-of-two team's rows are not full either.)
@@ -334,7 +357,7 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
         kernel<<<grid, kBlock, stages * stage_bytes, stream_of(a)>>>(p, stages, claims);
       };
       const auto run_rows = [&](auto full_rows) {
-        constexpr bool kClaimed = Op::kClaimedPercent > 0 && kTeam >= kClaimsFromTeam;
+        constexpr bool kClaimed = Op::kClaimedPercent > 0 && kTeam >= claims_from_team<Op>();
         run(full_rows, std::bool_constant<kClaimed>{});
       };
       if (full) {

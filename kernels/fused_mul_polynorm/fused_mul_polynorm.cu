@@ -24,8 +24,10 @@
 //   v5_bulk_rows    x and m of each row staged by two bulk copies (TMA, sm_90; kernels/
 //                   common/bulk_rows.cuh), a block of one team per row, 512 threads per SM,
 //                   3 rows in flight per block. Full rows of up to 256-thread teams only (1K,
-//                   2K, 4K, 8K bf16; 512-4K fp32), and of teams of 3, 5 or 6 warps (3072,
-//                   5120, 6144 bf16; 1536, 2560, 3072 fp32); other rows, and GPUs before
+//                   2K, 4K, 8K bf16; 512-4K fp32), on GPUs with fast memory (the H200) also
+//                   16-bit rows of a 512-thread team (16K), and of teams of 3, 5 or 6 warps
+//                   (3072, 5120, 6144 bf16; 1536, 2560, 3072 fp32); rows of 128-thread teams
+//                   and more claim their last 40% from a counter. Other rows, and GPUs before
 //                   sm_90, take v4.
 #include "kernels/polynorm/polynorm_math.h"
 
@@ -42,6 +44,10 @@ struct FusedMulPolynormBulk : PolynormFwdBulk<T, true> {
   static constexpr int kSmallestTeam = 32;
   // 5120 (rows not full) read 3-4 points lower than v4's, 16K level (H200, bf16, NOTES).
   static constexpr int kLargestTeam = 256;
+  // 16K bf16 with its last rows claimed (40%): H200 92.5-94.3 against v3's 92.2-92.9 and v4's
+  // 91.5-92.3 (88.4 unclaimed); H100 95.2 against v4's 95.7, so fast memory only (three
+  // repetitions in one run per card; NOTES, fifty-third session).
+  static constexpr int kLargestTeamOnFastMemory = sizeof(T) == 2 ? 512 : 256;
   static constexpr bool kFullRowsOnly = true;
   // Fitted teams of 3, 5 and 6 warps (3072, 5120, 6144 bf16) read 95.1 / 95.5 / 93.6 against
   // v4's 90.9 / 94.9 / 91.2 (fp16 +3.3 / 0.0 / +1.0, fp32 at 6 warps -0.2); 7 to 14 warps -0.4
@@ -96,7 +102,7 @@ KBENCH_REGISTER(fused_mul_polynorm_v4_vec16_staged) {
 
 KBENCH_REGISTER(fused_mul_polynorm_v5_bulk_rows) {
   register_impl("fused_mul_polynorm", "v5_bulk_rows")
-      .note("x, m staged by bulk copies (TMA), a block per row, full rows to 6K, 8K bf16; else v4")
+      .note("x, m staged by bulk copies (TMA), a block per row, full rows to 6K, 8K bf16 (16K on fast memory); else v4")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch(launch_polynorm_fwd_bulk<FusedMulPolynormBulk, true>)
       .rejects(accepts_any_shape)

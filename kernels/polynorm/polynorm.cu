@@ -28,8 +28,10 @@
 //                   (up to 1K, 5120 bf16) on two blocks per SM. Unaligned rows take v3's.
 //   v5_bulk_rows    x staged by bulk copies (TMA, sm_90; kernels/common/bulk_rows.cuh), one
 //                   128-thread team per block at 8 packs per thread, four blocks per SM: full
-//                   rows of that team only (8192 bf16 / fp16, 4096 fp32); other rows, and GPUs
-//                   before sm_90, take v4.
+//                   rows of that team only (8192 bf16 / fp16, 4096 fp32); on GPUs with fast
+//                   memory (the H200) also the full 16-bit rows of a 256-thread team (16384),
+//                   their last rows claimed from a counter; other rows, and GPUs before
+//                   sm_90, take v4.
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {
@@ -53,7 +55,13 @@ struct PolynormBulk : PolynormFwdBulk<T, false> {
   // Fitted teams at 8 packs (6144 bf16: 3 warps; 10240-14336: 5-7) read -1.0 to +1.0 from v4,
   // and 4.2-5.0 under it at 20480-28672 (H200, bf16 and fp16; NOTES, forty-eighth session).
   static constexpr int kLargestFittedTeam = 0;
-  static constexpr int kClaimedPercent = 0;  // 40-80% read 1.5-2.4 lower at 8K (H200)
+  // 16K bf16 on fast memory: a 256-thread team with 40% of its rows claimed (bulk_rows.cuh's
+  // top) read 91.5-91.6 against v4's 89.3-89.7, 89.3 unclaimed; 32K (512) 87.7 against 88.2
+  // (H200, three repetitions in one run; NOTES, fifty-third session). Claims at 8K (128) read
+  // 1.5-2.4 lower (fifty-second).
+  static constexpr int kLargestTeamOnFastMemory = sizeof(T) == 2 ? 256 : 128;
+  static constexpr int kClaimsFromTeam = 256;
+  static constexpr int kClaimedPercent = 40;
 };
 
 }  // namespace
@@ -100,7 +108,7 @@ KBENCH_REGISTER(polynorm_v4_vec16_staged) {
 
 KBENCH_REGISTER(polynorm_v5_bulk_rows) {
   register_impl("polynorm", "v5_bulk_rows")
-      .note("x staged by bulk copies (TMA), 8 packs, full rows of a 128-thread team only; else v4")
+      .note("x staged by bulk copies (TMA), 8 packs, full rows of a 128-thread team (and 256 on fast memory); else v4")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch(launch_polynorm_fwd_bulk<PolynormBulk, false>)
       .rejects(accepts_any_shape)

@@ -55,7 +55,9 @@ struct Collect : Reporter {
 // 128-thread team in bf16, 256 in fp32; 8 packs of a 128-thread team in bf16, polynorm v5 and
 // fused_mul_polynorm v5) with more rows per block than it has stages, so each stage is refilled
 // and its barrier's phase turns: 4099 x 4096, 2000 x 8192; and of its fitted teams (5 warps in
-// 16-bit, 10 in fp32; fused_add_rmsnorm, layernorm, fused_mul_polynorm), 2400 x 5120.
+// 16-bit, 10 in fp32; fused_add_rmsnorm, layernorm, fused_mul_polynorm), 2400 x 5120; and of
+// 256- and 512-thread teams whose last rows are claimed, more rows than their stages hold
+// (fused_add_rmsnorm; polynorm and fused_mul_polynorm with fast memory): 500 x 16384.
 std::vector<Shape> edge_shapes() {
   std::vector<Shape> shapes;
   for (int64_t m : {1, 7})
@@ -69,7 +71,7 @@ std::vector<Shape> edge_shapes() {
                   Shape{3, 80000}, Shape{11, 49152}, Shape{130, 32768}, Shape{125, 40000},
                   Shape{17, 2048}, Shape{5, 16384}, Shape{7, 1024}, Shape{33, 1000},
                   Shape{65537, 8}, Shape{4099, 4096}, Shape{2000, 8192},
-                  Shape{2400, 5120}}) {
+                  Shape{2400, 5120}, Shape{500, 16384}}) {
     shapes.push_back(s);
   }
   return shapes;
