@@ -56,8 +56,9 @@ struct Collect : Reporter {
 // fused_mul_polynorm v5) with more rows per block than it has stages, so each stage is refilled
 // and its barrier's phase turns: 4099 x 4096, 2000 x 8192; and of its fitted teams (5 warps in
 // 16-bit, 10 in fp32; fused_add_rmsnorm, layernorm, fused_mul_polynorm), 2400 x 5120; and of
-// 256- and 512-thread teams whose last rows are claimed, more rows than their stages hold
-// (fused_add_rmsnorm; polynorm and fused_mul_polynorm with fast memory): 500 x 16384.
+// 512-thread teams whose last rows are claimed, with more rows than their stages hold
+// (fused_add_rmsnorm; fused_mul_polynorm with fast memory), and polynorm's claimed 256-thread
+// teams there (two a SM: fewer rows than their stages): 500 x 16384.
 std::vector<Shape> edge_shapes() {
   std::vector<Shape> shapes;
   for (int64_t m : {1, 7})
