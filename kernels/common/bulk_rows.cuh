@@ -343,8 +343,8 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
       const int64_t groups = ceil_div(p.rows, kRows);
       const int grid = static_cast<int>(
           std::min<int64_t>(groups, int64_t{std::max(a.sm_count, 1)} * kBlocksPerSm));
-      const auto run = [&](auto full_rows, auto claimed) {
-        constexpr bool kClaims = decltype(claimed)::value;
+      const auto run = [&](auto full_rows) {
+        constexpr bool kClaims = Op::kClaimedPercent > 0 && kTeam >= claims_from_team<Op>();
         constexpr bool kFullRows = decltype(full_rows)::value;
         const auto kernel = bulk_rows_kernel<Op, kTeam, kBlock, kFullRows, kClaims>;
         static std::atomic<uint64_t> done{0}, carveout{0};
@@ -356,14 +356,10 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
                     : RowClaims{};
         kernel<<<grid, kBlock, stages * stage_bytes, stream_of(a)>>>(p, stages, claims);
       };
-      const auto run_rows = [&](auto full_rows) {
-        constexpr bool kClaimed = Op::kClaimedPercent > 0 && kTeam >= claims_from_team<Op>();
-        run(full_rows, std::bool_constant<kClaimed>{});
-      };
       if (full) {
-        run_rows(std::true_type{});
+        run(std::true_type{});
       } else if constexpr (!Op::kFullRowsOnly && !kFitted) {
-        run_rows(std::false_type{});
+        run(std::false_type{});
       }
       KB_GPU_CHECK_LAUNCH();
       return true;

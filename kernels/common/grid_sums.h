@@ -49,16 +49,10 @@ struct GridSums {
 // of a point is its correctness check) and a fresh epoch, 1 to 2^31 - 1.
 inline GridSums grid_sums_for_launch() {
   static std::atomic<int64_t> cache[64];
-  const int64_t slots = once_per_device(cache, [](int) {
-    void* p = nullptr;
-    KB_GPU_CHECK(gpuMalloc(&p, kGridSlotBytes));
-    KB_GPU_CHECK(gpuMemset(p, 0, kGridSlotBytes));  // tag 0: no epoch's
-    KB_GPU_CHECK(gpuDeviceSynchronize());  // zeroed before a kernel on any stream polls them
-    return reinterpret_cast<int64_t>(p);
-  });
+  void* slots = zeroed_once_per_device(cache, kGridSlotBytes);  // tag 0: no epoch's
   static std::atomic<uint32_t> launches{0};
   const uint32_t epoch = launches.fetch_add(1) % 0x7fffffffu + 1;
-  return GridSums{reinterpret_cast<uint64_t*>(slots), epoch};
+  return GridSums{static_cast<uint64_t*>(slots), epoch};
 }
 
 template <class V>

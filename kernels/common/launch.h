@@ -59,6 +59,18 @@ int64_t once_per_device(std::atomic<int64_t> (&cache)[64], F&& f) {
   return value;
 }
 
+// A device buffer of `bytes`, allocated and zeroed once per device (`cache`: the caller's
+// static), and zeroed before a kernel on any stream first uses it.
+inline void* zeroed_once_per_device(std::atomic<int64_t> (&cache)[64], size_t bytes) {
+  return reinterpret_cast<void*>(once_per_device(cache, [bytes](int) {
+    void* p = nullptr;
+    KB_GPU_CHECK(gpuMalloc(&p, bytes));
+    KB_GPU_CHECK(gpuMemset(p, 0, bytes));
+    KB_GPU_CHECK(gpuDeviceSynchronize());
+    return reinterpret_cast<int64_t>(p);
+  }));
+}
+
 // Sets one of a kernel's attributes, once per device: `done` is the caller's flag for this
 // kernel and attribute, one bit per device.
 inline void set_attribute_once(const void* kernel, gpuFuncAttribute attribute, int value,

@@ -44,18 +44,12 @@ constexpr int64_t first_claimed_group(int64_t groups, int grid, int claimed_perc
 inline RowClaims row_claims_for_launch(int64_t groups, int grid, int claimed_percent,
                                        int64_t most_claims) {
   static std::atomic<int64_t> cache[64];
-  const int64_t slots = once_per_device(cache, [](int) {
-    void* p = nullptr;
-    KB_GPU_CHECK(gpuMalloc(&p, kClaimSlots * sizeof(uint32_t)));
-    KB_GPU_CHECK(gpuMemset(p, 0, kClaimSlots * sizeof(uint32_t)));
-    KB_GPU_CHECK(gpuDeviceSynchronize());  // zeroed before a kernel on any stream takes one
-    return reinterpret_cast<int64_t>(p);
-  });
+  auto* counters =
+      static_cast<uint32_t*>(zeroed_once_per_device(cache, kClaimSlots * sizeof(uint32_t)));
   static std::atomic<uint32_t> epochs[64];
   int device = 0;
   KB_GPU_CHECK(gpuGetDevice(&device));
   const uint32_t epoch = epochs[device & 63].fetch_add(1);
-  auto* counters = reinterpret_cast<uint32_t*>(slots);
   return RowClaims{counters + epoch % kClaimSlots,
                    counters + (epoch + kClaimSlots / 2) % kClaimSlots,
                    first_claimed_group(groups, grid, claimed_percent, most_claims)};
