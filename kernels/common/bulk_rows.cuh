@@ -43,6 +43,8 @@
 //   kLargestTeamOnFastMemory  (optional)  power-of-two teams past kLargestTeam up to this one
 //                                    on GPUs with fast memory only (staged_rows::fast_memory)
 //   kClaimsFromTeam  (optional)      the smallest team whose rows are claimed, if not 128
+//   kWholeBlockStages  (optional)    at most this many stages for a team of 512 threads (one
+//                                    block per SM), where fewer than fit measured faster
 //   aligned(p)                       host: every row of every tensor 16-byte aligned
 //   staged(p, i)                     tensor i's first element
 //   hold(p, col, valid)              what a thread keeps across rows for its pack at col (w)
@@ -134,6 +136,15 @@ constexpr int claims_from_team() {
     return Op::kClaimsFromTeam;
   } else {
     return kClaimsFromTeam;
+  }
+}
+
+template <class Op, int kTeam>
+constexpr int most_stages() {
+  if constexpr (requires { Op::kWholeBlockStages; }) {
+    return kTeam == kThreadsPerSm ? Op::kWholeBlockStages : kMaxStages;
+  } else {
+    return kMaxStages;
   }
 }
 
@@ -338,7 +349,8 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
       constexpr int kBlocksPerSm = std::max(1, kThreadsPerSm / kBlock);
       const size_t budget = size_t{KBENCH_BULK_STAGE_KB} * 1024 / kBlocksPerSm;
       const size_t stage_bytes = size_t{Op::kStaged} * kRows * p.cols * sizeof(T);
-      const int stages = static_cast<int>(std::min<size_t>(kMaxStages, budget / stage_bytes));
+      const int stages =
+          static_cast<int>(std::min<size_t>(most_stages<Op, kTeam>(), budget / stage_bytes));
       if (stages < 2) return false;
       const int64_t groups = ceil_div(p.rows, kRows);
       const int grid = static_cast<int>(

@@ -56,6 +56,12 @@ struct FusedMulPolynormBulk : PolynormFwdBulk<T, true> {
   // 40% of the groups claimed: +2.3 / +4.7 at 4K / 8K, 60% and 80% 0.3-0.8 under that (H200,
   // bf16); +0.9 / +1.4 / +2.2 at 4K / 5120 / 8K on the H100 (bulk_rows.cuh's top).
   static constexpr int kClaimedPercent = 40;
+  // The 512-thread team (16K bf16 on fast memory) at 2 stages of 64 KB, not the 3 that fit:
+  // H200, bf16, means of 3-5 repetitions in each of three calls, 94.4-95.5 against 92.7-93.9 at
+  // 2048x16384, 87.0 / 97.1 / 96.0 against 82.6 / 96.2 / 94.9 at 1024 / 4096 / 3001 rows, fp16
+  // +1.1. Its smaller teams at 2 stages read -0.9 to +0.6; fused_add_rmsnorm's 512-thread team
+  // lost 1.0 (NOTES, fifty-seventh session).
+  static constexpr int kWholeBlockStages = 2;
 };
 
 }  // namespace
