@@ -11,7 +11,8 @@
 // 12 or 14 warps: 3072, 5120, 6144, 7168, 10240, 12288, 14336 bf16 at 4 packs), a team of
 // exactly that many ("fitted"); otherwise the smallest of 32-512 that holds the row. 512 / kTeam
 // blocks (at least one) share an SM. Each block keeps as many one-row stages as its share of
-// 208 KB allows, 2 to 8 (3 at the sweep's bf16 widths with two staged tensors, 6 with one).
+// 208 KB allows, 2 to 8 (3 at the sweep's bf16 widths with two staged tensors, 6 with one),
+// or fewer where the op says so for its 512-thread team (kWholeBlockStages).
 // Each thread reads its packs of the row into registers (Op::take, which may store an output at
 // once and adds to the row's sums); one barrier per row ends the stage's reads (thread 0 then
 // starts the copies of the row that stage holds next) and publishes the warps' sums; then
