@@ -93,6 +93,8 @@ Ceiling measure_copy_ceiling(const DeviceInfo& device, gpuStream_t stream,
        [&](void* d, const void* s, size_t n) { launch_copy_tiled(d, s, n, 8, stream); }},
       {"tiled streaming copy kernel x4", false,
        [&](void* d, const void* s, size_t n) { launch_copy_tiled(d, s, n, -1, stream); }},
+      {"tiled evict-last copy kernel x1", false,
+       [&](void* d, const void* s, size_t n) { launch_copy_tiled_evict_last(d, s, n, stream); }},
       // Rows of 4 KB (16 per block) and 32 KB (1-2 per block), as short and long forward rows
       // run. The calibration sizes are multiples of 32 KB; elsewhere it falls back to the grid
       // stride copy rather than time nothing.

@@ -28,6 +28,9 @@ void launch_spin(int64_t cycles, gpuStream_t stream);
 // kernels); unroll < 0 selects the tiled copy with streaming (evict-first) loads and stores.
 void launch_copy(void* dst, const void* src, size_t bytes, int sm_count, gpuStream_t stream);
 void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpuStream_t stream);
+// The tiled copy at one pack a thread with its loads under an L2 evict_last policy (the policy's
+// lines stay in L2 longest; NVIDIA only, plain loads on HIP).
+void launch_copy_tiled_evict_last(void* dst, const void* src, size_t bytes, gpuStream_t stream);
 // The same copy through shared memory with the staged-row kernels' pipeline (async copies,
 // several rows of `row_bytes` in flight per team; kernels/common/staged_rows.cuh): rows of
 // 4 KB run 16 to a block, 32 KB one or two, as the forwards' rows do. Returns false, copying

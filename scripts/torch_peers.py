@@ -131,16 +131,49 @@ def peer(op_name):
 
 # ----- timing, as kbench does it ---------------------------------------------------------------
 
+def persisting_l2_reset():
+    """cudaCtxResetPersistingL2Cache of a CUDA runtime in this process, or None. Triton loads
+    with an L2 evict_last policy (Inductor's first pass over a row); such lines outlive a
+    read-only flush of any size, as kbench's flush found (kernels/rmsnorm/NOTES.md, fifty-eighth
+    session), so they are returned to normal status before each flush, as kbench does."""
+    import ctypes
+    import glob
+    import os
+    names = []
+    for module in ("nvidia.cuda_runtime", "nvidia.cu13", "nvidia.cu12"):
+        try:
+            package = __import__(module, fromlist=["_"])
+        except ImportError:
+            continue
+        for root in getattr(package, "__path__", []):
+            names += sorted(glob.glob(os.path.join(root, "lib", "libcudart.so*")))
+    names += ["libcudart.so", "libcudart.so.13", "libcudart.so.12"]
+    for name in names:
+        try:
+            reset = ctypes.CDLL(name).cudaCtxResetPersistingL2Cache
+        except (OSError, AttributeError):
+            continue
+        reset.restype = ctypes.c_int
+        return reset
+    return None
+
+
 class ColdTimer:
     """Reads a buffer of twice the L2 before each sample (clean lines, nothing dirty left to
-    write back), then queues a ~50 us sleep so Python's launch overhead stays out of the
-    event interval."""
+    write back), after returning persisting lines to normal (persisting_l2_reset), then queues
+    a ~50 us sleep so Python's launch overhead stays out of the event interval."""
 
     def __init__(self, l2_bytes, clock_khz):
         self.flush = torch.ones(max(2 * l2_bytes, 64 << 20) // 4, device="cuda", dtype=torch.int32)
         self.sleep_cycles = int(50e-6 * clock_khz * 1e3)
+        self.reset = persisting_l2_reset()
+        if self.reset is None:
+            print("torch_peers: no CUDA runtime to reset persisting L2 lines with; "
+                  "evict_last lines may outlive the flush", file=sys.stderr)
 
     def sample_us(self, run):
+        if self.reset is not None:
+            self.reset()  # the previous sample is done: nothing of it still in flight
         self.flush.sum()
         torch.cuda._sleep(self.sleep_cycles)
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

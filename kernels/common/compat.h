@@ -132,6 +132,15 @@ namespace kbench {
 
 namespace kbench {
 
+// Returns every L2 line loaded under an evict_last policy (a "persisting" line) to normal
+// status, so a later flush evicts it; nothing on HIP, which has no such lines. Best effort: a
+// GPU without persisting lines may report it unsupported, which is not an error here.
+inline void reset_persisting_l2() {
+#if !(defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__))
+  if (cudaCtxResetPersistingL2Cache() != cudaSuccess) (void)cudaGetLastError();
+#endif
+}
+
 #if KBENCH_HAS_CLUSTERS
 // A launch of `grid` blocks in clusters of `cluster` consecutive blocks (grid a multiple of
 // it); `attribute` must outlive the config.
