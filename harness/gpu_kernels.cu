@@ -79,15 +79,21 @@ __global__ void copy_tiled_evict_last_kernel(int4* __restrict__ dst, const int4*
   const size_t i = blockIdx.x * size_t{kThreads} + threadIdx.x;
   if (i >= count) return;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  uint64_t policy;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
   int4 v;
   asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(src + i), "l"(policy));
+               : "l"(src + i), "l"(kL2EvictLastPolicy));
   dst[i] = v;
 #else
   dst[i] = src[i];
+#endif
+}
+
+__global__ void create_l2_evict_last_policy_kernel(uint64_t* policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(*policy));
+#else
+  *policy = 0;
 #endif
 }
 
@@ -199,6 +205,19 @@ void launch_copy_tiled_evict_last(void* dst, const void* src, size_t bytes, gpuS
                                  0, stream>>>(static_cast<int4*>(dst), static_cast<const int4*>(src),
                                               count);
   KB_GPU_CHECK_LAUNCH();
+}
+
+uint64_t created_l2_evict_last_policy() {
+  uint64_t* policy = nullptr;
+  KB_GPU_CHECK(gpuMalloc(&policy, sizeof(uint64_t)));
+  create_l2_evict_last_policy_kernel<<<1, 1>>>(policy);
+  uint64_t value = 0;
+  const gpuError_t launched = gpuGetLastError();
+  const gpuError_t copied = gpuMemcpy(&value, policy, sizeof(value), gpuMemcpyDeviceToHost);
+  KB_GPU_CHECK(gpuFree(policy));
+  KB_GPU_CHECK(launched);
+  KB_GPU_CHECK(copied);
+  return value;
 }
 
 bool launch_copy_staged(void* dst, const void* src, size_t bytes, size_t row_bytes, int sm_count,

@@ -31,6 +31,10 @@ void launch_copy_tiled(void* dst, const void* src, size_t bytes, int unroll, gpu
 // The tiled copy at one pack a thread with its loads under an L2 evict_last policy (the policy's
 // lines stay in L2 longest; NVIDIA only, plain loads on HIP).
 void launch_copy_tiled_evict_last(void* dst, const void* src, size_t bytes, gpuStream_t stream);
+// What `createpolicy.fractional.L2::evict_last.b64 p, 1.0` returns on the current GPU (0 where
+// there is no such policy: HIP, before sm_80). The copies take the constant kL2EvictLastPolicy
+// instead; a GPU test checks the two agree.
+uint64_t created_l2_evict_last_policy();
 // The same copy through shared memory with the staged-row kernels' pipeline (async copies,
 // several rows of `row_bytes` in flight per team; kernels/common/staged_rows.cuh): rows of
 // 4 KB run 16 to a block, 32 KB one or two, as the forwards' rows do. Returns false, copying

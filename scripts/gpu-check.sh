@@ -4,7 +4,8 @@
 # Logs and CSVs go to $OUT (default ./out).
 #   bash scripts/gpu-check.sh [OPS...]        (default: every op)
 # Environment: KBENCH_CUDA_ARCHS (default 90), SWEEP (default: default), SKIP_SWEEP=1,
-# SKIP_TESTS=1, SKIP_TORCH=1 (no PyTorch copy rate), GATE=1 (also run scripts/gate-evidence.sh
+# SKIP_TESTS=1 (builds kbench alone), SKIP_TORCH=1 (no PyTorch copy rate), SKIP_SASS=1 (no
+# scripts/sass_desc_check.py), GATE=1 (also run scripts/gate-evidence.sh
 # for the regression gate),
 # PEERS=op,op (PyTorch eager/compile rows for those ops, bf16, to $OUT/peers.csv).
 set -uo pipefail
@@ -23,8 +24,19 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 
 step "build"
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+targets=(); [[ ${SKIP_TESTS:-0} == 1 ]] && targets=(--target kbench)
 cmake -S . -B build "${gen[@]}" -DCMAKE_CUDA_ARCHITECTURES="${KBENCH_CUDA_ARCHS:-90}" >>"$log" 2>&1 &&
-  cmake --build build -j"$(nproc)" >>"$log" 2>&1 || { echo "build failed"; tail -50 "$log"; exit 1; }
+  cmake --build build -j"$(nproc)" "${targets[@]}" >>"$log" 2>&1 ||
+  { echo "build failed"; tail -50 "$log"; exit 1; }
+
+if [[ ${SKIP_SASS:-0} != 1 ]]; then
+  step "SASS: every memory instruction's descriptor written"
+  python3 scripts/sass_desc_check.py build/kbench >"$out/sass_desc_check.txt" 2>&1
+  sass_rc=$?
+  tail -3 "$out/sass_desc_check.txt" | tee -a "$log"
+  # Such a kernel is an illegal instruction when it runs, and it takes the process down with it.
+  ((sass_rc == 0)) || { echo "SASS check failed: $out/sass_desc_check.txt"; exit 1; }
+fi
 
 if [[ ${SKIP_TESTS:-0} != 1 ]]; then
   step "tests"

@@ -67,11 +67,19 @@ __device__ __forceinline__ void barrier_wait(uint64_t* bar, uint32_t phase) {
 // counted on `bar`.
 __device__ __forceinline__ void bulk_copy(void* shared, const void* global, uint32_t bytes,
                                           uint64_t* bar) {
+#if KBENCH_L2_EVICT_LAST
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1], %2, [%3], %4;\n" ::"r"(shared_address(shared)),
+      "l"(global), "r"(bytes), "r"(shared_address(bar)), "l"(kL2EvictLastPolicy)
+      : "memory");
+#else
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
           "r"(shared_address(shared)),
       "l"(global), "r"(bytes), "r"(shared_address(bar))
       : "memory");
+#endif
 }
 #endif
 

@@ -2,6 +2,7 @@
 // HIP, and KB_GPU_CHECK, which throws kbench::RuntimeFailure with file, line and call text.
 // Host code outside this header never names cuda* or hip* directly.
 #pragma once
+#include <cstdint>
 #include <sstream>
 #include <utility>
 
@@ -140,6 +141,21 @@ inline void reset_persisting_l2() {
   if (cudaCtxResetPersistingL2Cache() != cudaSuccess) (void)cudaGetLastError();
 #endif
 }
+
+// The 64-bit operand of PTX's `.L2::cache_hint` that loads a line under an L2 evict_last
+// policy for the whole access: the value `createpolicy.fractional.L2::evict_last.b64 p, 1.0`
+// returns (a GPU test checks it; CUTLASS names it CacheHintSm90::EVICT_LAST). The bulk copies
+// and calibrate's evict-last copy load with it (on one H200, fused_add_rmsnorm's bulk rows
+// gained 0.8-2.8 points of the ceiling). The async copies (cp.async) take no hint: whether the
+// policy came from this constant or a createpolicy, ptxas 13.0 emitted, in some kernels
+// (polynorm's warp rows, layernorm_bwd, the calibrate staged copy), LDGSTS that read their
+// policy from a uniform register nothing writes, an illegal instruction at run time
+// (kernels/rmsnorm/NOTES.md, fifty-eighth and fifty-ninth sessions; scripts/sass_desc_check.py
+// finds them). KBENCH_L2_EVICT_LAST=0 builds the bulk copies without the hint (for A/B).
+#ifndef KBENCH_L2_EVICT_LAST
+#define KBENCH_L2_EVICT_LAST 1
+#endif
+inline constexpr uint64_t kL2EvictLastPolicy = 0x14F0000000000000ull;
 
 #if KBENCH_HAS_CLUSTERS
 // A launch of `grid` blocks in clusters of `cluster` consecutive blocks (grid a multiple of

@@ -59,7 +59,20 @@ TEST(CalibrationCopies, EveryMethodCopiesEveryByte) {
                   launch_copy_tiled(d, s, bytes, unroll, nullptr);
                 }), -1) << "tiled copy, unroll " << unroll;
     }
+    EXPECT_EQ(first_wrong_byte(bytes, [&](void* d, const void* s) {
+                launch_copy_tiled_evict_last(d, s, bytes, nullptr);
+              }), -1) << "tiled evict-last copy";
   }
+}
+
+// The bulk copies and the evict-last copy pass kL2EvictLastPolicy as their L2 cache hint, a
+// constant, where createpolicy would make it at each copy: a constant that is not the policy
+// would be a silently different hint, or an invalid one.
+TEST(CalibrationCopies, EvictLastPolicyConstantIsCreatepolicys) {
+  KB_GPU_CHECK(gpuSetDevice(0));
+  const uint64_t created = created_l2_evict_last_policy();
+  if (created == 0) GTEST_SKIP() << "no L2 cache policies on this GPU";
+  EXPECT_EQ(created, kL2EvictLastPolicy) << std::hex << "createpolicy returned 0x" << created;
 }
 
 TEST(CalibrationCopies, StagedCopyCopiesWholeRowsOrNothing) {
