@@ -34,10 +34,38 @@ __device__ __forceinline__ SharedSlot shared_slot(void* shared) {
 }
 #endif
 
+// KBENCH_ASYNC_EVICT_LAST=1 (a lab knob, off by default; not yet timed or run on a GPU): the
+// async copies load under the L2 evict_last policy too, as the bulk copies do (compat.h). With
+// that hint ptxas 13.0 folded a stage's uniform offset into some copies (LDGSTS [R+UR], the form
+// scripts/ldgsts_forms.py counts) and dropped their policy descriptor: illegal instructions.
+// staged_rows.cuh passes such offsets through per_thread_slot where the knob is on; then no copy
+// of the tree takes that form (sm_90 cubins of every kernel file), and with it off every kernel
+// is byte for byte the code from before the knob (kernels/rmsnorm/NOTES.md, fifty-ninth session).
+#ifndef KBENCH_ASYNC_EVICT_LAST
+#define KBENCH_ASYNC_EVICT_LAST 0
+#endif
+#if KBENCH_ASYNC_EVICT_LAST
+#define KBENCH_CP_ASYNC_CG "cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %3;"
+#define KBENCH_CP_ASYNC_POLICY , "l"(kL2EvictLastPolicy)
+#else
+#define KBENCH_CP_ASYNC_CG "cp.async.cg.shared.global [%0], [%1], 16;"
+#define KBENCH_CP_ASYNC_POLICY
+#endif
+
+// `slot` in a per-thread register: an identity shuffle, whose result the compiler cannot prove
+// equal across the warp, so ptxas does not fold it into a copy as a uniform offset.
+__device__ __forceinline__ SharedSlot per_thread_slot(SharedSlot slot) {
+#if KBENCH_ASYNC_COPY
+  return __shfl_sync(__activemask(), slot, threadIdx.x & 31);
+#else
+  return slot;
+#endif
+}
+
 // 16 bytes, both addresses 16-byte aligned. `.cg`: cached in L2 only (data read once).
 __device__ __forceinline__ void async_copy16(SharedSlot shared, const void* global) {
 #if KBENCH_ASYNC_COPY
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(global)
+  asm volatile(KBENCH_CP_ASYNC_CG "\n" ::"r"(shared), "l"(global), "n"(0) KBENCH_CP_ASYNC_POLICY
                : "memory");
 #else
   *reinterpret_cast<int4*>(shared) = *static_cast<const int4*>(global);
@@ -54,9 +82,9 @@ __device__ __forceinline__ void async_copy16_if(bool valid, SharedSlot shared, c
       "{\n"
       "  .reg .pred p;\n"
       "  setp.ne.b32 p, %2, 0;\n"
-      "  @p cp.async.cg.shared.global [%0], [%1], 16;\n"
+      "  @p " KBENCH_CP_ASYNC_CG "\n"
       "}\n" ::"r"(shared),
-      "l"(global), "r"(static_cast<int>(valid))
+      "l"(global), "r"(static_cast<int>(valid)) KBENCH_CP_ASYNC_POLICY
       : "memory");
 #else
   if (valid) *reinterpret_cast<int4*>(shared) = *static_cast<const int4*>(global);

@@ -157,6 +157,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 #include "harness/registry.h"
 #include "kernels/common/async_copy.h"
@@ -709,18 +710,25 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   // batch count. The copies' addresses are constant offsets from the thread's first slot,
   // converted to a shared address once, and from its first column (KBENCH_SLOT_OFFSETS,
   // staged_config.h).
+  // A loop's stage (`in_loop`, std::true_type) is a variable; where the copies carry an L2 hint
+  // its slots go through per_thread_slot (KBENCH_ASYNC_EVICT_LAST, async_copy.h).
   const SharedSlot first_slot = shared_slot(thread_slots);
-  const auto stage_part = [&](int64_t row, int part, int stage) {
+  const auto stage_part = [&](int64_t row, int part, int stage, auto in_loop) {
     if (row < p.rows) {
+      constexpr int kSlotBytes = kBlock * static_cast<int>(sizeof(int4));
+      SharedSlot stage_slot = first_slot;
+      if constexpr (KBENCH_ASYNC_EVICT_LAST && decltype(in_loop)::value) {
+        stage_slot = per_thread_slot(first_slot + stage * S * kStagePacks * kSlotBytes);
+        stage = 0;
+      }
 #pragma unroll
       for (int i = 0; i < S; ++i) {
         const T* src = Op::staged_row(p, i, row) + col_of(part * kStagePacks);
 #pragma unroll
         for (int k = 0; k < kStagePacks; ++k) {
-          constexpr int kSlotBytes = kBlock * static_cast<int>(sizeof(int4));
           const int slot = (stage * S + i) * kStagePacks + k;  // in the thread's slots
           const T* pack_src = src + k * kTeam * V;              // col_of(part * kStagePacks + k)
-          const SharedSlot dst = KBENCH_SLOT_OFFSETS ? first_slot + slot * kSlotBytes
+          const SharedSlot dst = KBENCH_SLOT_OFFSETS ? stage_slot + slot * kSlotBytes
                                                      : shared_slot(thread_slots + slot * kBlock);
           const bool has_pack = valid[part * kStagePacks + k];
           if constexpr (KBENCH_PREDICATED_COPIES) {
@@ -733,7 +741,9 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     }
     async_commit();
   };
-  const auto stage_row = [&](int64_t row, int stage) { stage_part(row, 0, stage); };  // kSplit 1
+  const auto stage_row = [&](int64_t row, int stage) {  // kSplit 1, in a loop
+    stage_part(row, 0, stage, std::true_type{});
+  };
   // Tensor i's pack k of a row's stage(s): its slot, for ops that restage. (staged_pack
   // addresses the same slots itself: through this lambda, other ops' kernels compiled to a few
   // instructions more or fewer.)
@@ -978,11 +988,13 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   };
   if constexpr (kSplit > 1) {  // split rows: every stage, the first parts
 #pragma unroll
-    for (int q = 0; q < kStages; ++q) stage_part(team_row(q / kSplit * row_stride), q % kSplit, q);
+    for (int q = 0; q < kStages; ++q) {
+      stage_part(team_row(q / kSplit * row_stride), q % kSplit, q, std::false_type{});
+    }
   } else {
     constexpr int kAhead = kRowInRegs ? kStages : kStages - 1;
 #pragma unroll
-    for (int j = 0; j < kAhead; ++j) stage_row(team_row(j * row_stride), j);
+    for (int j = 0; j < kAhead; ++j) stage_part(team_row(j * row_stride), 0, j, std::false_type{});
   }
   int stage = 0;
   const auto next_stage = [](int s) { return s + 1 == kStages ? 0 : s + 1; };
@@ -1004,7 +1016,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       if (has_row) read_row(row_slots(0), row_regs);
       const Sums sums = first_sums(row_regs, has_row);
       issue_before_here(sums);
-      stage_row(team_row(kStages * row_stride), 0);
+      stage_part(team_row(kStages * row_stride), 0, 0, std::false_type{});
       row_call = send_sum(sums);
     }
     for (int64_t step = 0; step < p.rows; step += row_stride) {
@@ -1072,7 +1084,8 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     // flight while the row is summed.
     const auto stage_ahead = [&](int64_t step, int part, int stage) {
       const int ahead = part + kStages;  // parts after this row's first
-      stage_part(team_row(step + ahead / kSplit * row_stride), ahead % kSplit, stage);
+      stage_part(team_row(step + ahead / kSplit * row_stride), ahead % kSplit, stage,
+                 std::true_type{});
     };
     static_assert(kSplit == 2, "two parts per row below");
     for (int64_t step = 0; step < p.rows; step += row_stride) {
