@@ -3,7 +3,9 @@
 # (first: correctness before speed), calibrate, then the default sweep of the given ops.
 # Logs and CSVs go to $OUT (default ./out).
 #   bash scripts/gpu-check.sh [OPS...]        (default: every op)
-# Environment: KBENCH_CUDA_ARCHS (default 90), SWEEP (default: default), SKIP_SWEEP=1,
+# Environment: KBENCH_CUDA_ARCHS (default 90), KBENCH_CUDA_FLAGS (extra nvcc flags: a lab knob's
+# build through the SASS check and the tests, e.g. -DKBENCH_ASYNC_EVICT_LAST=1), SWEEP (default:
+# default), SKIP_SWEEP=1,
 # SKIP_TESTS=1 (builds kbench alone), SKIP_TORCH=1 (no PyTorch copy rate), SKIP_SASS=1 (no
 # scripts/sass_desc_check.py), GATE=1 (also run scripts/gate-evidence.sh
 # for the regression gate),
@@ -25,7 +27,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 step "build"
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 targets=(); [[ ${SKIP_TESTS:-0} == 1 ]] && targets=(--target kbench)
-cmake -S . -B build "${gen[@]}" -DCMAKE_CUDA_ARCHITECTURES="${KBENCH_CUDA_ARCHS:-90}" >>"$log" 2>&1 &&
+cmake -S . -B build "${gen[@]}" -DCMAKE_CUDA_ARCHITECTURES="${KBENCH_CUDA_ARCHS:-90}" \
+  -DCMAKE_CUDA_FLAGS="${KBENCH_CUDA_FLAGS:-}" >>"$log" 2>&1 &&
   cmake --build build -j"$(nproc)" "${targets[@]}" >>"$log" 2>&1 ||
   { echo "build failed"; tail -50 "$log"; exit 1; }
 
