@@ -717,9 +717,9 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     if (row < p.rows) {
       constexpr int kSlotBytes = kBlock * static_cast<int>(sizeof(int4));
       SharedSlot stage_slot = first_slot;
-      if constexpr (KBENCH_ASYNC_EVICT_LAST && decltype(in_loop)::value) {
+      if constexpr (KBENCH_ASYNC_EVICT_LAST && KBENCH_SLOT_OFFSETS && decltype(in_loop)::value) {
         stage_slot = per_thread_slot(first_slot + stage * S * kStagePacks * kSlotBytes);
-        stage = 0;
+        stage = 0;  // in stage_slot now
       }
 #pragma unroll
       for (int i = 0; i < S; ++i) {
