@@ -13,8 +13,9 @@ layernorm_bwd.cu with the hint, the kernels with such copies were 11, 15 and 30,
 The encoding is NVIDIA's and undocumented: confirm with sass_desc_check.py where the tools are.
 Exit 1 when a folded copy is found, 2 when no sm_90 kernel is."""
 import struct
-import subprocess
 import sys
+
+from sass_counts import demangle
 
 EM_CUDA = 190
 LDGSTS = 0x1AE
@@ -73,9 +74,7 @@ def main() -> int:
     if kernels == 0:
         print(f"ldgsts_forms: no sm_90 kernels in {' '.join(sys.argv[1:])}")
         return 2
-    names = subprocess.run(["c++filt"], input="\n".join(b[0] for b in bad), capture_output=True,
-                           text=True).stdout.split("\n") if bad else []
-    for (_, folded, n), name in zip(bad, names):
+    for (_, folded, n), name in zip(bad, demangle([b[0] for b in bad]) if bad else []):
         print(f"{name}: {folded} of {n} async copies in the folded form")
     print(f"ldgsts_forms: {kernels} kernels, {copies} async copies, {len(bad)} kernels with folded "
           "copies")

@@ -53,16 +53,16 @@ def main() -> int:
         sys.exit(f"sass_desc_check: no kernels found in {path}")
     names = list(kernels)
     bad = 0
-    hinted = 0
+    with_copies = 0
     for name, pretty in zip(names, demangle(names)):
         written, reads = kernels[name]
         unwritten = [(r, i) for r, i in reads if r not in written or r + 1 not in written]
-        hinted += any(i.startswith(("LDGSTS", "UBLKCP")) for _, i in reads)
+        with_copies += any(i.startswith(("LDGSTS", "UBLKCP")) for _, i in reads)
         if unwritten:
             bad += 1
             print(f"{pretty}: {len(unwritten)} of {len(reads)} accesses read an unwritten "
                   f"descriptor, first: {unwritten[0][1]}")
-    print(f"sass_desc_check: {len(kernels)} kernels, {hinted} with async copies, {bad} reading "
+    print(f"sass_desc_check: {len(kernels)} kernels, {with_copies} with async copies, {bad} reading "
           "an unwritten descriptor")
     return 1 if bad else 0
 
