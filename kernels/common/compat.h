@@ -146,12 +146,8 @@ inline void reset_persisting_l2() {
 // policy for the whole access: the value `createpolicy.fractional.L2::evict_last.b64 p, 1.0`
 // returns (a GPU test checks it; CUTLASS names it CacheHintSm90::EVICT_LAST). The bulk copies
 // and calibrate's evict-last copy load with it (on one H200, fused_add_rmsnorm's bulk rows
-// gained 0.8-2.8 points of the ceiling). The async copies (cp.async) take no hint: whether the
-// policy came from this constant or a createpolicy, ptxas 13.0 emitted, in some kernels
-// (polynorm's warp rows, layernorm_bwd, the calibrate staged copy), LDGSTS that read their
-// policy from a uniform register nothing writes, an illegal instruction at run time
-// (kernels/rmsnorm/NOTES.md, fifty-eighth and fifty-ninth sessions; scripts/sass_desc_check.py
-// finds them; KBENCH_ASYNC_EVICT_LAST in async_copy.h is a form that avoids them, not yet timed).
+// gained 0.8-2.8 points of the ceiling), and so do the async copies (async_copy.h, which says
+// how a loop's copies keep the policy ptxas 13.0 otherwise dropped).
 // KBENCH_L2_EVICT_LAST=0 builds the bulk copies without the hint (for A/B).
 #ifndef KBENCH_L2_EVICT_LAST
 #define KBENCH_L2_EVICT_LAST 1

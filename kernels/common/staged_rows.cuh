@@ -710,14 +710,15 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   // batch count. The copies' addresses are constant offsets from the thread's first slot,
   // converted to a shared address once, and from its first column (KBENCH_SLOT_OFFSETS,
   // staged_config.h).
-  // A loop's stage (`in_loop`, std::true_type) is a variable; where the copies carry an L2 hint
-  // its slots go through per_thread_slot (KBENCH_ASYNC_EVICT_LAST, async_copy.h).
+  // A loop's stage (`in_loop`, std::true_type) is a variable; where the copies carry their L2
+  // hint its slots go through per_thread_slot, else ptxas drops the hint's policy (async_copy.h).
   const SharedSlot first_slot = shared_slot(thread_slots);
   const auto stage_part = [&](int64_t row, int part, int stage, auto in_loop) {
     if (row < p.rows) {
       constexpr int kSlotBytes = kBlock * static_cast<int>(sizeof(int4));
       SharedSlot stage_slot = first_slot;
-      if constexpr (KBENCH_ASYNC_EVICT_LAST && KBENCH_SLOT_OFFSETS && decltype(in_loop)::value) {
+      if constexpr (KBENCH_ASYNC_COPY && KBENCH_ASYNC_EVICT_LAST && KBENCH_SLOT_OFFSETS &&
+                    decltype(in_loop)::value) {
         stage_slot = per_thread_slot(first_slot + stage * S * kStagePacks * kSlotBytes);
         stage = 0;  // in stage_slot now
       }
