@@ -34,7 +34,7 @@ out=$(python3 "$check" "$dir/good.sass") || fail "a kernel with written descript
 grep -q "1 kernels, 1 with async copies, 0 reading" <<<"$out" || fail "good: $out"
 
 printf '%s\n%s\n' "$good" "$bad" >"$dir/mixed.sass"
-out=$(python3 "$check" "$dir/mixed.sass") && fail "an unwritten descriptor passed: $out"
+out=$(python3 "$check" "$dir/mixed.sass") && fail "an odd, unwritten descriptor passed: $out"
 grep -q "^bad(): 1 of 2 accesses read a descriptor in an odd register" <<<"$out" || fail "mixed: $out"
 grep -q "good()" <<<"$out" && fail "the good kernel was named: $out"
 
