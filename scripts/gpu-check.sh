@@ -3,13 +3,13 @@
 # (first: correctness before speed), calibrate, then the default sweep of the given ops.
 # Logs and CSVs go to $OUT (default ./out).
 #   bash scripts/gpu-check.sh [OPS...]        (default: every op)
-# Environment: KBENCH_CUDA_ARCHS (default 90), KBENCH_CUDA_FLAGS (extra nvcc flags: a lab knob's
-# build through the SASS check and the tests, e.g. -DKBENCH_ASYNC_EVICT_LAST=0), SWEEP (default:
-# default), SKIP_SWEEP=1,
-# SKIP_TESTS=1 (builds kbench alone), SKIP_TORCH=1 (no PyTorch copy rate), SKIP_SASS=1 (no
-# scripts/sass_desc_check.py), GATE=1 (also run scripts/gate-evidence.sh
-# for the regression gate),
-# PEERS=op,op (PyTorch eager/compile rows for those ops, bf16, to $OUT/peers.csv).
+# Environment:
+#   KBENCH_CUDA_ARCHS (default 90); KBENCH_CUDA_FLAGS (extra nvcc flags: a lab knob's build
+#   through the SASS check and the tests, e.g. -DKBENCH_ASYNC_EVICT_LAST=0);
+#   SWEEP (default: default); SKIP_SWEEP=1; SKIP_TESTS=1 (builds kbench alone);
+#   SKIP_TORCH=1 (no PyTorch copy rate); SKIP_SASS=1 (no scripts/sass_desc_check.py);
+#   GATE=1 (also run scripts/gate-evidence.sh for the regression gate);
+#   PEERS=op,op (PyTorch eager/compile rows for those ops, bf16, to $OUT/peers.csv).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/out}

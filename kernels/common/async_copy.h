@@ -47,6 +47,8 @@ __device__ __forceinline__ SharedSlot shared_slot(void* shared) {
 #ifndef KBENCH_ASYNC_EVICT_LAST
 #define KBENCH_ASYNC_EVICT_LAST 1
 #endif
+// The copy's PTX for both callers below: %0 shared, %1 global, %2 the caller's own third operand
+// (async_copy16_if's predicate; async_copy16 passes an unused 0), %3 the policy.
 #if KBENCH_ASYNC_EVICT_LAST
 #define KBENCH_CP_ASYNC_CG "cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %3;"
 #define KBENCH_CP_ASYNC_POLICY , "l"(kL2EvictLastPolicy)
