@@ -25,7 +25,8 @@ struct RowLayout {
 // then two-warp teams rather than 8 packs per lane (4 blocks of 256 threads per SM instead of
 // 3: measured on H100, bf16 16384x2048, +3.4%), then one block per row. Up to 4 packs,
 // kMinBlocks x kBlock = 1024 threads per SM (x and w in registers: 8 x kPacks + ~20 per
-// thread in 16-bit types). Rows of up to 4096 packs (32768 bf16) take two 512-thread blocks
+// thread in 16-bit types; rmsnorm's wider rows double that, w not held: rmsnorm_rows.cuh's
+// kWideRowsAtFullOccupancy). Rows of up to 4096 packs (32768 bf16) take two 512-thread blocks
 // per SM with 8 packs each, so one block streams while the other reduces (one 1024-thread
 // block per SM left the memory idle between rows: 88% of the copy ceiling on H100 at
 // 1024x32768, 95% with two). The scalar variant (vector = false) needs registers for

@@ -21,7 +21,23 @@ __device__ __forceinline__ Vec16<T> load_vec(const T* p) {
   return r;
 }
 
-// Streaming load: data read once, not worth keeping in L1 (ld.global.cs on CUDA).
+// How a register-row kernel loads the row it reads once (load_vec_stream; CUDA):
+//   1  under the L2 evict_last policy (compat.h's kL2EvictLastPolicy), as the async and bulk
+//      copies load (default);
+//   0  ld.global.cs (evict first), the loads until the sixty-first session;
+//   2  plain ld.global.
+// One H200, one call, bf16 default sweep, two runs each, points of the copy ceiling, the hint
+// against .cs / plain, means over N: rmsnorm's v3 +5.2 / +1.7, v4 +4.2 / +1.0; polynorm's v2
+// +5.0 / +2.3, v3 +2.4 / +1.1; fused_mul_polynorm's v2 +5.0 / +0.4, v3 +4.6 / +0.5 (98.9-99.5 at
+// 1K-8K); layernorm's v2 +3.5 / +0.3, v3 +0.7 / -1.3; fused_add_rmsnorm's v2 +2.9 / +1.5
+// (kernels/rmsnorm/NOTES.md, sixty-first session). Staged and bulk impls: within noise.
+#ifndef KBENCH_ROW_LOAD_HINT
+#define KBENCH_ROW_LOAD_HINT 1
+#endif
+
+// A load of data the kernel reads once (x of a row held in registers). The hinted form is a
+// plain asm statement (no volatile, no memory clobber), free to move as a load does: what it
+// reads no thread writes while the kernel runs. Before sm_80 (no L2 cache hints) it is .cs.
 template <class T>
 __device__ __forceinline__ Vec16<T> load_vec_stream(const T* p) {
   Vec16<T> r;
@@ -30,6 +46,14 @@ __device__ __forceinline__ Vec16<T> load_vec_stream(const T* p) {
   typedef int native_int4 __attribute__((ext_vector_type(4)));
   *reinterpret_cast<native_int4*>(&r) =
       __builtin_nontemporal_load(reinterpret_cast<const native_int4*>(p));
+#elif KBENCH_ROW_LOAD_HINT == 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint4 words;
+  asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(words.x), "=r"(words.y), "=r"(words.z), "=r"(words.w)
+      : "l"(p), "l"(kL2EvictLastPolicy));
+  *reinterpret_cast<uint4*>(&r) = words;
+#elif KBENCH_ROW_LOAD_HINT == 2
+  r = load_vec(p);
 #else
   *reinterpret_cast<int4*>(&r) = __ldcs(reinterpret_cast<const int4*>(p));
 #endif

@@ -20,11 +20,12 @@
 //                   Vec16 packs per thread chosen by N. Rows up to 1024 bf16 take one warp,
 //                   up to 2048 two warps, several rows per block; longer rows a whole block
 //                   (two 512-thread blocks per SM up to 32768 bf16). Persistent grid, w (and
-//                   b where registers allow) held across rows, streaming loads for x, explicit
-//                   FMAs. Unaligned rows or N not a multiple of the pack use scalar accesses
-//                   with the same layout; rows beyond register capacity (65536 bf16 / 32768
-//                   fp32 when aligned) take a block-per-row kernel that walks the row three
-//                   times, the second and third times mostly from L2.
+//                   b where registers allow) held across rows, x loaded under the L2
+//                   evict_last hint (vec.h's load_vec_stream), explicit FMAs. Unaligned
+//                   rows or N not a multiple of the pack use scalar accesses with the same
+//                   layout; rows beyond register capacity (65536 bf16 / 32768 fp32 when
+//                   aligned) take a block-per-row kernel that walks the row three times, the
+//                   second and third times mostly from L2.
 //   v3_vec16_rows_grid  v2's kernels on a non-persistent grid (as rmsnorm's v4_vec16_rows_grid):
 //                   a finishing block's slot is refilled by one whose loads start at once.
 //   v4_vec16_staged x staged in shared memory by async copies, the next rows in flight while
@@ -720,7 +721,9 @@ __global__ void __launch_bounds__(kWarpSize, kWarpRowsMinBlocks) layernorm_fwd_w
   Vec16<T> xv[kPacks];
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    xv[k] = col_of(k) < cols ? load_vec(x_row + col_of(k)) : zero_vec<T>();  // a zero pack adds nothing
+    // x read once (vec.h's load_vec_stream: the L2 evict_last hint Triton's kernel loads with
+    // too); a zero pack adds nothing.
+    xv[k] = col_of(k) < cols ? load_vec_stream(x_row + col_of(k)) : zero_vec<T>();
   }
   float2 acc = make_float2(0.f, 0.f);
 #pragma unroll

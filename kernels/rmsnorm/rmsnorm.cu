@@ -13,9 +13,12 @@
 //                       the row. Still two passes over x; the second mostly hits L2.
 //   v3_vec16_regs       reads x exactly once: the row lives in registers, a compile-time number
 //                       of Vec16 per thread chosen by N. Rows up to 1024 elements of bf16 take
-//                       one warp each, up to 2048 two warps, several rows per block; longer rows
-//                       take a whole block (two 512-thread blocks per SM up to 32768 bf16).
-//                       Persistent grid, w kept in registers across rows, streaming loads for x.
+//                       one warp each (w kept in registers across rows), up to 2048 two warps,
+//                       several rows per block; longer rows take a whole block. Rows of two
+//                       warps or more at 4 packs per thread (to 16384 bf16) run 2048 threads
+//                       per SM and re-read w per row; 8-pack rows (to 32768 bf16) two
+//                       512-thread blocks per SM. Persistent grid; x loaded under the L2
+//                       evict_last hint (vec.h's load_vec_stream).
 //                       Unaligned rows use scalar accesses with the same layout; rows beyond
 //                       register capacity (65536 bf16 / 32768 fp32) take v2's path.
 //   v4_vec16_rows_grid  v3's kernels on a non-persistent grid: one block per group of rows
@@ -24,7 +27,8 @@
 //                       reduces and stores; here a finishing block's slot is refilled with one
 //                       whose loads start at once. w is loaded once per block (from L1/L2).
 //                       Measured on H100: 95-97% of the copy ceiling for N 1024-8192 bf16,
-//                       where v3 reaches 93-96% (NOTES.md).
+//                       where v3 reaches 93-96% (NOTES.md). On one H200, bf16: 94.8-95.2% at
+//                       2K-8K and 93.9% at 16K, level with v5 or ahead (sixty-first session).
 //   v5_vec16_staged     x staged in shared memory by async copies, each team's next rows in
 //                       flight while it reduces and writes this one (kernels/common/
 //                       staged_rows.cuh): one 512-thread block per SM, teams of 32-512 threads

@@ -162,14 +162,28 @@ void launch_two_pass(const FwdParams<T>& p, gpuStream_t stream) {
 // take the registers held w would).
 // ---------------------------------------------------------------------------------------------
 
+// Rows of two warps or more at up to 4 packs per thread (1025-16384 bf16), 16-byte accesses: w is
+// not held but re-read per row from L1 / L2, and the block asks for 2048 threads per SM (32
+// registers; fp16's 512-thread kernel spills 4 bytes) instead of the layout's 1024. On one H200,
+// bf16, v4 (GB/s, four runs against two, all rmsnorm's loads under the L2 evict_last hint): +1.9 /
+// +0.4 / +9.0 / +1.9 / +12.1% at 2K / 4K / 5120 / 8K / 16K, 95.2% of the ceiling at 8K and 94.1% at
+// 16K, where v5 read 93.1-94.8 and 92.8-93.2; w not held alone gave about half of that. Warp rows
+// (1K and narrower) lost 1.0% so and keep w; so do fused_add_rmsnorm's rows (kAdd, r's packs too)
+// and the scalar variant (it spilled at 32 registers). kernels/rmsnorm/NOTES.md, sixty-first
+// session.
+template <int kTeam, int kPacks, bool kVector, bool kAdd>
+constexpr bool kWideRowsAtFullOccupancy = kVector && !kAdd && kTeam > kWarpSize && kPacks <= 4;
+
 template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector, bool kAdd>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) rmsnorm_fwd_regs(FwdParams<T> p) {
   constexpr int V = Vec16<T>::kSize;
   constexpr int kTeams = kBlock / kTeam;
-  // w for up to 4 packs costs 16 registers and is reused for every row. At 8 packs x alone
+  // w for up to 4 packs costs 16 registers and is reused for every row (but in the rows of
+  // kWideRowsAtFullOccupancy, whose 32 registers hold x alone). At 8 packs x alone
   // takes 32 registers of the 64 a 1024-thread block may have, so w is re-read per row
   // (from L2: N * sizeof(T) per row next to 2 * N * sizeof(T) of HBM traffic).
-  constexpr bool kHoldW = kPacks <= 4 && !kAdd;
+  constexpr bool kHoldW =
+      kPacks <= 4 && !kAdd && !kWideRowsAtFullOccupancy<kTeam, kPacks, kVector, kAdd>;
   static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
   __shared__ float scratch[2][kBlock / kWarpSize];
 
@@ -246,8 +260,12 @@ void launch_regs(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
   const bool in_registers =
       with_row_layout(packs, fwd_rows_aligned(p), !kAdd, [&](auto layout, auto vector) {
         using L = decltype(layout);
-        launch_fwd_regs_variant<T, L::kBlock, L::kTeam, L::kPacks, L::kMinBlocks,
-                                decltype(vector)::value, kAdd>(p, sm_count, stream);
+        constexpr bool kVector = decltype(vector)::value;
+        constexpr int kMinBlocks = kWideRowsAtFullOccupancy<L::kTeam, L::kPacks, kVector, kAdd>
+                                       ? 2048 / L::kBlock
+                                       : L::kMinBlocks;
+        launch_fwd_regs_variant<T, L::kBlock, L::kTeam, L::kPacks, kMinBlocks, kVector, kAdd>(
+            p, sm_count, stream);
       });
   if (!in_registers) launch_two_pass<T, kAdd>(p, stream);  // the second pass from L2
 }
