@@ -292,6 +292,18 @@ void launch_fwd_chunked(const FwdParams<T>& p, bool vector, gpuStream_t stream) 
 // by element with a bound check.
 // ---------------------------------------------------------------------------------------------
 
+// Lab knob, not yet timed (sixty-first session): KBENCH_LAYERNORM_WIDE_ROWS_THREADS=1536 (or
+// 2048) gives 16-byte rows of two warps or more at up to 4 packs what rmsnorm's got there
+// (rmsnorm_rows.cuh's kWideRowsAtFullOccupancy): w and b re-read per row, that many threads
+// per SM. ptxas, sm_90, bf16: at 2048 (32 registers) those kernels spill 72-88 bytes, at 1536
+// (40) 4-16 (fp16 none).
+#ifndef KBENCH_LAYERNORM_WIDE_ROWS_THREADS
+#define KBENCH_LAYERNORM_WIDE_ROWS_THREADS 0
+#endif
+template <int kTeam, int kPacks, bool kVector>
+constexpr bool kWideRowsFull =
+    KBENCH_LAYERNORM_WIDE_ROWS_THREADS > 0 && kVector && kTeam > kWarpSize && kPacks <= 4;
+
 template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) layernorm_fwd_regs(FwdParams<T> p) {
   constexpr int V = Vec16<T>::kSize;
@@ -301,8 +313,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) layernorm_fwd_regs(FwdPara
   // packs (16 registers) is held across rows; b too up to 2 packs (holding it at 4 spilled,
   // ptxas sm_90). Beyond that they are re-read per row from L1/L2, where every team of the
   // block finds them: N * sizeof(T) per row each next to 2 * N * sizeof(T) of HBM traffic.
-  constexpr bool kHoldW = kPacks <= 4;
-  constexpr bool kHoldB = kPacks <= 2;
+  constexpr bool kHoldW = kPacks <= 4 && !kWideRowsFull<kTeam, kPacks, kVector>;
+  constexpr bool kHoldB = kPacks <= 2 && !kWideRowsFull<kTeam, kPacks, kVector>;
   static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
   __shared__ float scratch[2][kBlock / kWarpSize];
 
@@ -393,8 +405,13 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
   const bool vector = fwd_rows_aligned(p);
   const bool in_registers = with_row_layout(packs, vector, true, [&](auto layout, auto vec) {
     using L = decltype(layout);
-    launch_fwd_regs_variant<T, L::kBlock, L::kTeam, L::kPacks, L::kMinBlocks,
-                            decltype(vec)::value>(p, sm_count, stream);
+    constexpr bool kVector = decltype(vec)::value;
+    constexpr int kMinBlocks =
+        kWideRowsFull<L::kTeam, L::kPacks, kVector>
+            ? std::max(KBENCH_LAYERNORM_WIDE_ROWS_THREADS / L::kBlock, 1)
+            : L::kMinBlocks;
+    launch_fwd_regs_variant<T, L::kBlock, L::kTeam, L::kPacks, kMinBlocks, kVector>(p, sm_count,
+                                                                                    stream);
   });
   if (!in_registers) launch_fwd_chunked(p, vector, stream);  // three walks of the row
 }

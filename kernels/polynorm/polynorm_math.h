@@ -604,6 +604,20 @@ bool with_fwd_config_of(int64_t packs, F&& f) {
   return false;
 }
 
+// Lab knob, not yet timed (sixty-first session): KBENCH_POLYNORM_WIDE_ROWS_THREADS=1536 (or
+// 2048) asks for that many threads per SM on polynorm's (not fused_mul_polynorm's) 16-byte rows
+// of two warps or more at up to 4 packs, as rmsnorm's rows there (rmsnorm_rows.cuh's
+// kWideRowsAtFullOccupancy). ptxas, sm_90, bf16: at 2048 (32 registers) they spill 12 bytes,
+// at 1536 (40) none.
+#ifndef KBENCH_POLYNORM_WIDE_ROWS_THREADS
+#define KBENCH_POLYNORM_WIDE_ROWS_THREADS 0
+#endif
+template <class C, bool kHasMul>
+constexpr int kFwdMinBlocks = KBENCH_POLYNORM_WIDE_ROWS_THREADS > 0 && !kHasMul && C::kVector &&
+                                      C::kTeam > kWarpSize && C::kPacks <= 4
+                                  ? std::max(KBENCH_POLYNORM_WIDE_ROWS_THREADS / C::kBlock, 1)
+                                  : C::kMinBlocks;
+
 template <class T, bool kHasMul>
 void launch_fwd_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
   constexpr int V = Vec16<T>::kSize;
@@ -613,9 +627,10 @@ void launch_fwd_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
   const auto launch_regs = [&](auto config) {
     using C = decltype(config);
     // sm_count = 0: a non-persistent grid (v3_vec16_rows_grid), one block per group of rows.
-    const int64_t resident = sm_count > 0 ? sms * C::kMinBlocks : kMaxRowBlocks;
+    constexpr int kMinBlocks = kFwdMinBlocks<C, kHasMul>;
+    const int64_t resident = sm_count > 0 ? sms * kMinBlocks : kMaxRowBlocks;
     const int grid = static_cast<int>(std::min(ceil_div(rows, C::kTeams), resident));
-    polynorm_fwd_regs<T, kHasMul, C::kBlock, C::kTeam, C::kPacks, C::kMinBlocks, C::kVector>
+    polynorm_fwd_regs<T, kHasMul, C::kBlock, C::kTeam, C::kPacks, kMinBlocks, C::kVector>
         <<<grid, C::kBlock, 0, stream>>>(p);
   };
   const int64_t packs = ceil_div(p.cols, V);
