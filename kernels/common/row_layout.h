@@ -20,19 +20,25 @@ struct RowLayout {
 };
 
 // Calls f(RowLayout<...>{}, std::bool_constant<vector>{}) with the smallest layout whose
-// capacity holds `packs` packs and returns true; returns false (calling nothing) beyond
-// register capacity. Warp teams first (up to 4 packs per lane, 8 rows per 256-thread block),
-// then two-warp teams rather than 8 packs per lane (4 blocks of 256 threads per SM instead of
-// 3: measured on H100, bf16 16384x2048, +3.4%), then one block per row. Up to 4 packs,
-// kMinBlocks x kBlock = 1024 threads per SM (x and w in registers: 8 x kPacks + ~20 per
-// thread in 16-bit types; rmsnorm's wider rows double that, w not held: rmsnorm_rows.cuh's
-// kWideRowsAtFullOccupancy). Rows of up to 4096 packs (32768 bf16) take two 512-thread blocks
-// per SM with 8 packs each, so one block streams while the other reduces (one 1024-thread
-// block per SM left the memory idle between rows: 88% of the copy ceiling on H100 at
-// 1024x32768, 95% with two). The scalar variant (vector = false) needs registers for
-// per-element addresses and bounds, so it never gets 8 packs; callers whose rows carry more
-// than x (allow_8_packs = false) neither.
+// capacity holds `packs` packs and returns true; returns false (calling nothing) beyond register
+// capacity. Warp teams first (up to 4 packs per lane, 8 rows per 256-thread block), then two-
+// warp teams rather than 8 packs per lane (4 blocks of 256 threads per SM instead of 3: measured
+// on H100, bf16 16384x2048, +3.4%), then one block per row. Up to 4 packs, kMinBlocks x kBlock =
+// 1024 threads per SM (x and w in registers: 8 x kPacks + ~20 per thread in 16-bit types; see
+// kWideFourPackRows below for twice that). Rows of up to 4096 packs (32768 bf16) take two
+// 512-thread blocks per SM with 8 packs each, so one block streams while the other reduces (one
+// 1024-thread block per SM left the memory idle between rows: 88% of the copy ceiling on H100 at
+// 1024x32768, 95% with two). The scalar variant (vector = false) needs registers for per-element
+// addresses and bounds, so it never gets 8 packs; callers whose rows carry more than x
+// (allow_8_packs = false) neither.
 constexpr int64_t kMaxRegisterRowPacks = 1024 * 8;  // the widest layout below
+
+// The layouts above whose 16-byte rows span two warps or more at up to 4 packs per thread
+// (1025-16384 bf16): x alone fits 32 registers there, so a kernel that re-reads its per-column
+// weights per row can ask for 2048 threads per SM instead of the layout's 1024 (rmsnorm's do:
+// rmsnorm_rows.cuh's kWideRowsAtFullOccupancy; layernorm's and polynorm's lab knobs try it).
+template <int kTeam, int kPacks, bool kVector>
+constexpr bool kWideFourPackRows = kVector && kTeam > kWarpSize && kPacks <= 4;
 
 template <class F>
 bool with_row_layout(int64_t packs, bool vector, bool allow_8_packs, F&& f) {

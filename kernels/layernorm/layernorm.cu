@@ -302,7 +302,7 @@ void launch_fwd_chunked(const FwdParams<T>& p, bool vector, gpuStream_t stream) 
 #endif
 template <int kTeam, int kPacks, bool kVector>
 constexpr bool kWideRowsFull =
-    KBENCH_LAYERNORM_WIDE_ROWS_THREADS > 0 && kVector && kTeam > kWarpSize && kPacks <= 4;
+    KBENCH_LAYERNORM_WIDE_ROWS_THREADS > 0 && kWideFourPackRows<kTeam, kPacks, kVector>;
 
 template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) layernorm_fwd_regs(FwdParams<T> p) {

@@ -43,6 +43,7 @@
 #include "kernels/common/dtypes.h"
 #include "kernels/common/launch.h"
 #include "kernels/common/reduce.h"
+#include "kernels/common/row_layout.h"
 #include "kernels/common/staged_rows.cuh"
 #include "kernels/common/vec.h"
 
@@ -613,10 +614,11 @@ bool with_fwd_config_of(int64_t packs, F&& f) {
 #define KBENCH_POLYNORM_WIDE_ROWS_THREADS 0
 #endif
 template <class C, bool kHasMul>
-constexpr int kFwdMinBlocks = KBENCH_POLYNORM_WIDE_ROWS_THREADS > 0 && !kHasMul && C::kVector &&
-                                      C::kTeam > kWarpSize && C::kPacks <= 4
-                                  ? std::max(KBENCH_POLYNORM_WIDE_ROWS_THREADS / C::kBlock, 1)
-                                  : C::kMinBlocks;
+constexpr int kFwdMinBlocks =
+    KBENCH_POLYNORM_WIDE_ROWS_THREADS > 0 && !kHasMul &&
+            kWideFourPackRows<C::kTeam, C::kPacks, C::kVector>
+        ? std::max(KBENCH_POLYNORM_WIDE_ROWS_THREADS / C::kBlock, 1)
+        : C::kMinBlocks;
 
 template <class T, bool kHasMul>
 void launch_fwd_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {

@@ -172,7 +172,7 @@ void launch_two_pass(const FwdParams<T>& p, gpuStream_t stream) {
 // and the scalar variant (it spilled at 32 registers). kernels/rmsnorm/NOTES.md, sixty-first
 // session.
 template <int kTeam, int kPacks, bool kVector, bool kAdd>
-constexpr bool kWideRowsAtFullOccupancy = kVector && !kAdd && kTeam > kWarpSize && kPacks <= 4;
+constexpr bool kWideRowsAtFullOccupancy = !kAdd && kWideFourPackRows<kTeam, kPacks, kVector>;
 
 template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector, bool kAdd>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) rmsnorm_fwd_regs(FwdParams<T> p) {
