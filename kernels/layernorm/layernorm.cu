@@ -8,9 +8,10 @@
 //
 // The variance is taken in two passes (mean first, then the sum of squared deviations), not as
 // E[x^2] - mean^2: with |x| ~ 1e3 and a spread of 1, that difference loses six of fp32's seven
-// digits. Held in registers, the second pass costs no memory traffic. v4 alone sums x and x^2
-// in one round and adds the second round only for rows where that would lose too much
-// (one_pass_variance.h): one team reduction (and cluster exchange) per row instead of two.
+// digits. Held in registers, the second pass costs no memory traffic. v4 (and v2 / v3 where a
+// row's team is a warp or the whole block) sum x and x^2 in one round and add the second round
+// only for rows where that would lose too much (one_pass_variance.h): one team reduction (and
+// cluster exchange) per row instead of two.
 //
 // Versions (each one registered at the end of this file as an impl of op "layernorm"):
 //   v1_naive        one 256-thread block per row, scalar loads, three passes over x: sum (the
@@ -21,7 +22,8 @@
 //                   up to 2048 two warps, several rows per block; longer rows a whole block
 //                   (two 512-thread blocks per SM up to 32768 bf16). Persistent grid, w (and
 //                   b where registers allow) held across rows, x loaded under the L2
-//                   evict_last hint (vec.h's load_vec_stream), explicit FMAs. Unaligned
+//                   evict_last hint (vec.h's load_vec_stream), v4's one round of sums per
+//                   row where the team is a warp or the block, explicit FMAs. Unaligned
 //                   rows or N not a multiple of the pack use scalar accesses with the same
 //                   layout; rows beyond register capacity (65536 bf16 / 32768 fp32 when
 //                   aligned) take a block-per-row kernel that walks the row three times, the
@@ -281,9 +283,11 @@ void launch_fwd_chunked(const FwdParams<T>& p, bool vector, gpuStream_t stream) 
 // e.g. 1024 threads x 4 x 16 B = 64 KB per SM, well over the ~20 KB an H100 SM needs to cover
 // HBM latency at its share of the bandwidth (3.35 TB/s / 132 SMs x ~700 ns).
 //
-// Per row: two team sums (the mean, then the squared deviations from the registers) and one
-// pass writing y. Per element that is an add, a subtract and an FMA for the statistics and a
-// subtract, a multiply and an FMA for y, plus the bf16/fp16 unpacking (integer ops on pairs).
+// Per row: one team sum of x and x^2 (kLayernormRegsOneRound below), or where that would lose
+// digits or the team is two warps a second of the squared deviations from the registers (the
+// mean, then the variance), and one pass writing y. Per element that is an add and an FMA (a
+// subtract and an FMA more in a second round) for the statistics and a subtract, a multiply
+// and an FMA for y, plus the bf16/fp16 unpacking (integer ops on pairs).
 //
 // The grid is persistent (kMinBlocks blocks per SM, the occupancy __launch_bounds__ asks for)
 // and walks rows with a block stride, so w and b are loaded once per thread and reused for
@@ -292,17 +296,21 @@ void launch_fwd_chunked(const FwdParams<T>& p, bool vector, gpuStream_t stream) 
 // by element with a bound check.
 // ---------------------------------------------------------------------------------------------
 
-// Lab knob, not yet timed (sixty-first session): KBENCH_LAYERNORM_WIDE_ROWS_THREADS=1536 (or
-// 2048) gives 16-byte rows of two warps or more at up to 4 packs what rmsnorm's got there
-// (rmsnorm_rows.cuh's kWideRowsAtFullOccupancy): w and b re-read per row, that many threads
-// per SM. ptxas, sm_90, bf16: at 2048 (32 registers) those kernels spill 72-88 bytes, at 1536
-// (40) 4-16 (fp16 none).
-#ifndef KBENCH_LAYERNORM_WIDE_ROWS_THREADS
-#define KBENCH_LAYERNORM_WIDE_ROWS_THREADS 0
+// Register rows whose team is a warp or the whole block take v4's one round of sums (x, x^2)
+// per row, and a second round of squared deviations only where one_pass_variance_ok turns the
+// first down: one team reduction per row instead of two. The decision comes from sums that are
+// bitwise the same in the whole team, and such a team's barrier is its block's (HIP's too), so
+// every thread that must meet at a barrier takes the same path; two-warp teams (2K bf16) keep
+// two rounds. H200, bf16, points of the copy ceiling, two passes (kernels/rmsnorm/NOTES.md,
+// sixty-second session): v3 +2.3 to +4.6 at 1K, 4K-16K and 64K, -1.7 at 32K; v2 +0.5 to +4.8
+// at every N but 2K; fp16 +0.5 to +6.2 (v2 and v3) where it applies.
+// KBENCH_LAYERNORM_REGS_ONE_ROUND=0 keeps two rounds (a knob for scripts/ab-flags.sh).
+#ifndef KBENCH_LAYERNORM_REGS_ONE_ROUND
+#define KBENCH_LAYERNORM_REGS_ONE_ROUND 1
 #endif
-template <int kTeam, int kPacks, bool kVector>
-constexpr bool kWideRowsFull =
-    KBENCH_LAYERNORM_WIDE_ROWS_THREADS > 0 && kWideFourPackRows<kTeam, kPacks, kVector>;
+template <int kBlock, int kTeam>
+constexpr bool kLayernormRegsOneRound =
+    KBENCH_LAYERNORM_REGS_ONE_ROUND && (kTeam == kWarpSize || kTeam == kBlock);
 
 template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) layernorm_fwd_regs(FwdParams<T> p) {
@@ -313,10 +321,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) layernorm_fwd_regs(FwdPara
   // packs (16 registers) is held across rows; b too up to 2 packs (holding it at 4 spilled,
   // ptxas sm_90). Beyond that they are re-read per row from L1/L2, where every team of the
   // block finds them: N * sizeof(T) per row each next to 2 * N * sizeof(T) of HBM traffic.
-  constexpr bool kHoldW = kPacks <= 4 && !kWideRowsFull<kTeam, kPacks, kVector>;
-  constexpr bool kHoldB = kPacks <= 2 && !kWideRowsFull<kTeam, kPacks, kVector>;
+  constexpr bool kHoldW = kPacks <= 4;
+  constexpr bool kHoldB = kPacks <= 2;
+  constexpr bool kOneRound = kLayernormRegsOneRound<kBlock, kTeam>;
   static_assert(kBlock % kTeam == 0 && kTeam % kWarpSize == 0);
   __shared__ float scratch[2][kBlock / kWarpSize];
+  __shared__ float2 scratch2[kOneRound ? 2 : 1][kBlock / kWarpSize];
 
   const int team = threadIdx.x / kTeam;
   const int lane = threadIdx.x % kTeam;
@@ -349,20 +359,34 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) layernorm_fwd_regs(FwdPara
     for (int k = 0; k < kPacks; ++k)
       xv[k] = load_pack<T, kVector, true>(p.x + offset, pack_col(k), cols);
 
-    float2 acc = make_float2(0.f, 0.f);
+    float mean, var;
+    bool second_round = true;
+    if constexpr (kOneRound) {
+      float2 acc = make_float2(0.f, 0.f);
 #pragma unroll
-    for (int k = 0; k < kPacks; ++k) add_elements(acc, xv[k]);
-    const float mean = team_reduce_sum<kTeam>(acc.x + acc.y, scratch[buf]) / n;
-    buf ^= 1;
-
-    acc = make_float2(0.f, 0.f);
+      for (int k = 0; k < kPacks; ++k) add_elements_and_squares(acc, xv[k]);
+      const float2 total = team_reduce_sum<kTeam>(acc, scratch2[buf]);
+      buf ^= 1;
+      mean = total.x / n;
+      var = fmaf(-mean, mean, total.y / n);
+      second_round = !one_pass_variance_ok<T>(mean, var);  // the same in the whole team
+    } else {
+      float2 acc = make_float2(0.f, 0.f);
 #pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-      keep_packed(xv[k]);  // convert x again rather than keep 2x the registers alive as floats
-      add_sq_deviations<T, kVector>(acc, xv[k], mean, cols - pack_col(k));
+      for (int k = 0; k < kPacks; ++k) add_elements(acc, xv[k]);
+      mean = team_reduce_sum<kTeam>(acc.x + acc.y, scratch[buf]) / n;
+      buf ^= 1;
     }
-    const float var = team_reduce_sum<kTeam>(acc.x + acc.y, scratch[buf]) / n;
-    buf ^= 1;
+    if (second_round) {
+      float2 acc = make_float2(0.f, 0.f);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        keep_packed(xv[k]);  // convert x again rather than keep 2x the registers alive as floats
+        add_sq_deviations<T, kVector>(acc, xv[k], mean, cols - pack_col(k));
+      }
+      var = team_reduce_sum<kTeam>(acc.x + acc.y, scratch[buf]) / n;
+      buf ^= 1;
+    }
     const float rstd = rsqrtf(var + p.eps);
 
 #pragma unroll
@@ -405,13 +429,8 @@ void launch_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
   const bool vector = fwd_rows_aligned(p);
   const bool in_registers = with_row_layout(packs, vector, true, [&](auto layout, auto vec) {
     using L = decltype(layout);
-    constexpr bool kVector = decltype(vec)::value;
-    constexpr int kMinBlocks =
-        kWideRowsFull<L::kTeam, L::kPacks, kVector>
-            ? std::max(KBENCH_LAYERNORM_WIDE_ROWS_THREADS / L::kBlock, 1)
-            : L::kMinBlocks;
-    launch_fwd_regs_variant<T, L::kBlock, L::kTeam, L::kPacks, kMinBlocks, kVector>(p, sm_count,
-                                                                                    stream);
+    launch_fwd_regs_variant<T, L::kBlock, L::kTeam, L::kPacks, L::kMinBlocks,
+                            decltype(vec)::value>(p, sm_count, stream);
   });
   if (!in_registers) launch_fwd_chunked(p, vector, stream);  // three walks of the row
 }

@@ -14,7 +14,9 @@
 //                   x^6, then a second pass over x writing y. The obviously correct baseline.
 //   v2_vec16_regs   x read exactly once: the row lives in registers (Vec16 packs, a
 //                   compile-time number per thread chosen by N), warp / two-warp teams for
-//                   rows up to 2048 bf16, a block per row beyond; persistent grid, w and b
+//                   rows up to 2048 bf16, a block per row beyond (a team of exactly 3, 5
+//                   or 6 warps for 3072, 5120, 6144 bf16); 1536 threads per SM for 16-byte
+//                   rows up to 16384 bf16 (issue-bound: more warps); persistent grid, w and b
 //                   loaded once per thread, the three sums reduced together (one barrier).
 //                   Unaligned rows use scalar accesses with the same layout (2 packs per
 //                   thread at most); rows beyond register capacity (65536 bf16 / 32768 fp32,

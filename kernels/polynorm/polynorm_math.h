@@ -78,12 +78,21 @@ __device__ __forceinline__ RowSums<K> team_sums(RowSums<K> s, RowSums<K>* scratc
     return s;
   } else {
     constexpr int kTeamWarps = kTeam / kWarpSize;
-    static_assert((kTeamWarps & (kTeamWarps - 1)) == 0 && kTeamWarps <= kWarpSize);
+    static_assert(kTeamWarps <= kWarpSize);
     const int warp = threadIdx.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize;
     if (lane == 0) scratch[warp] = s;
     __syncthreads();
-    return warp_reduce_sum(scratch[warp / kTeamWarps * kTeamWarps + lane % kTeamWarps], kTeamWarps);
+    if constexpr ((kTeamWarps & (kTeamWarps - 1)) == 0) {
+      return warp_reduce_sum(scratch[warp / kTeamWarps * kTeamWarps + lane % kTeamWarps],
+                             kTeamWarps);
+    } else {  // fitted teams (3, 5 or 6 warps): every thread adds their few entries in order
+      const int first = warp / kTeamWarps * kTeamWarps;
+      RowSums<K> total = scratch[first];
+#pragma unroll
+      for (int i = 1; i < kTeamWarps; ++i) add_to(total, scratch[first + i]);
+      return total;
+    }
   }
 }
 
@@ -580,7 +589,21 @@ constexpr int kChunkedBlock = 1024;
 // per SM up to 32768 bf16, one 1024-thread block up to 65536. kMinBlocks keeps the register
 // cap at 64. The scalar variant holds at most 2 packs per thread: its per-element addresses
 // and bounds cost registers (at 4 packs ptxas spilled).
-template <bool kVector, class F>
+//
+// Fitted teams (kFitted, polynorm's): rows of exactly 3, 5 or 6 warps' 4 packs (3072 / 5120 /
+// 6144 bf16, 1536 / 2560 / 3072 fp32) take a team of that many warps, every slot used, not the
+// next power of two's (75%, 62.5%, 75% of its slots, the rest predicated off), at the ladder's
+// occupancy (about 1024 threads per SM, 64 registers). Same H200, v3, 8192 rows, points of the
+// copy ceiling, two passes (kernels/rmsnorm/NOTES.md, sixty-second session): bf16 88.8 / 92.8 /
+// 93.6 at 3072 / 5120 / 6144 against 86.2 / 84.7 / 91.5, fp16 90.1 / 94.8 / 96.1 against 85.6 /
+// 83.9 / 90.8. At 1536 threads per SM (kFwdThreadsPerSm) they spilled 4-12 bytes: bf16 +1.0 / +1.5
+// at 5120 / 6144 but fp16 -5.5 / -4.4. Rows of 7 warps lost 1.7-7 points against the 256-thread
+// team there (87.5% of its slots). fp32 and fused_mul_polynorm's rows (which hold m too) were
+// not timed. KBENCH_POLYNORM_FITTED_TEAMS=0 takes them off (a knob for scripts/ab-flags.sh).
+#ifndef KBENCH_POLYNORM_FITTED_TEAMS
+#define KBENCH_POLYNORM_FITTED_TEAMS 1
+#endif
+template <bool kVector, bool kFitted, class F>
 bool with_fwd_config_of(int64_t packs, F&& f) {
   constexpr int W = kWarpSize;
   if constexpr (kVector) {
@@ -588,6 +611,11 @@ bool with_fwd_config_of(int64_t packs, F&& f) {
     if (packs <= W * 2) return f(RegsConfig<256, W, 2, 4, true>{}), true;
     if (packs <= W * 4) return f(RegsConfig<256, W, 4, 4, true>{}), true;
     if (packs <= 2 * W * 4) return f(RegsConfig<256, 2 * W, 4, 4, true>{}), true;
+    if constexpr (kFitted) {
+      if (packs == 3 * W * 4) return f(RegsConfig<3 * W, 3 * W, 4, 10, true>{}), true;
+      if (packs == 5 * W * 4) return f(RegsConfig<5 * W, 5 * W, 4, 6, true>{}), true;
+      if (packs == 6 * W * 4) return f(RegsConfig<6 * W, 6 * W, 4, 5, true>{}), true;
+    }
     if (packs <= 128 * 4) return f(RegsConfig<128, 128, 4, 8, true>{}), true;
     if (packs <= 256 * 4) return f(RegsConfig<256, 256, 4, 4, true>{}), true;
     if (packs <= 512 * 4) return f(RegsConfig<512, 512, 4, 2, true>{}), true;
@@ -605,20 +633,36 @@ bool with_fwd_config_of(int64_t packs, F&& f) {
   return false;
 }
 
-// Lab knob, not yet timed (sixty-first session): KBENCH_POLYNORM_WIDE_ROWS_THREADS=1536 (or
-// 2048) asks for that many threads per SM on polynorm's (not fused_mul_polynorm's) 16-byte rows
-// of two warps or more at up to 4 packs, as rmsnorm's rows there (rmsnorm_rows.cuh's
-// kWideRowsAtFullOccupancy). ptxas, sm_90, bf16: at 2048 (32 registers) they spill 12 bytes,
-// at 1536 (40) none.
+// Threads per SM for polynorm's 16-byte register rows: 1536 (40 registers, no spills on
+// sm_90), not the ladder's 1024. Those rows are issue-bound (about 13 instructions per element)
+// and more warps issue more. H200, v3, points of the copy ceiling, two passes each
+// (kernels/rmsnorm/NOTES.md, sixty-second session):
+// - rows of two warps or more at up to 4 packs (2K-16K bf16), same machine: bf16 92.2 / 93.9
+//   / 93.6 / 92.9 at 2K / 4K / 8K / 16K against 90.0 / 92.7 / 89.1 / 83.6; fp16 -0.4 to -0.7
+//   at 2K / 4K / 8K, 93.3 against 86.0 at 16K;
+// - warp rows (up to 1K bf16), another H200: bf16 92.5 against 89.4 at 1K, fp16 91.9 against
+//   92.3.
+// At 2048 threads (32 registers) both spill and read 3-8 points under 1536.
+// fused_mul_polynorm's rows, which hold m beside x, keep the ladder's (at 1536 they spilled
+// 60-76 bytes).
+// KBENCH_POLYNORM_WIDE_ROWS_THREADS / KBENCH_POLYNORM_WARP_ROWS_THREADS = 0 build the ladder's
+// occupancy (knobs for scripts/ab-flags.sh).
 #ifndef KBENCH_POLYNORM_WIDE_ROWS_THREADS
-#define KBENCH_POLYNORM_WIDE_ROWS_THREADS 0
+#define KBENCH_POLYNORM_WIDE_ROWS_THREADS 1536
+#endif
+#ifndef KBENCH_POLYNORM_WARP_ROWS_THREADS
+#define KBENCH_POLYNORM_WARP_ROWS_THREADS 1536
 #endif
 template <class C, bool kHasMul>
-constexpr int kFwdMinBlocks =
-    KBENCH_POLYNORM_WIDE_ROWS_THREADS > 0 && !kHasMul &&
-            kWideFourPackRows<C::kTeam, C::kPacks, C::kVector>
-        ? std::max(KBENCH_POLYNORM_WIDE_ROWS_THREADS / C::kBlock, 1)
-        : C::kMinBlocks;
+constexpr int kFwdThreadsPerSm =
+    kHasMul || !C::kVector || (C::kTeam & (C::kTeam - 1)) != 0 ? 0  // fitted teams: the ladder's
+    : kWideFourPackRows<C::kTeam, C::kPacks, C::kVector> ? KBENCH_POLYNORM_WIDE_ROWS_THREADS
+    : C::kTeam == kWarpSize ? KBENCH_POLYNORM_WARP_ROWS_THREADS
+                            : 0;
+template <class C, bool kHasMul>
+constexpr int kFwdMinBlocks = kFwdThreadsPerSm<C, kHasMul> > 0
+                                  ? std::max(kFwdThreadsPerSm<C, kHasMul> / C::kBlock, 1)
+                                  : C::kMinBlocks;
 
 template <class T, bool kHasMul>
 void launch_fwd_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
@@ -636,8 +680,9 @@ void launch_fwd_v2(const FwdParams<T>& p, int sm_count, gpuStream_t stream) {
         <<<grid, C::kBlock, 0, stream>>>(p);
   };
   const int64_t packs = ceil_div(p.cols, V);
-  const bool in_registers = vector ? with_fwd_config_of<true>(packs, launch_regs)
-                                   : with_fwd_config_of<false>(packs, launch_regs);
+  constexpr bool kFitted = KBENCH_POLYNORM_FITTED_TEAMS && !kHasMul;
+  const bool in_registers = vector ? with_fwd_config_of<true, kFitted>(packs, launch_regs)
+                                   : with_fwd_config_of<false, false>(packs, launch_regs);
   if (!in_registers) {
     // Beyond register capacity: one 1024-thread block per SM (per row on the non-persistent
     // grid), two passes over each row.

@@ -58,7 +58,9 @@ struct Collect : Reporter {
 // 16-bit, 10 in fp32; fused_add_rmsnorm, layernorm, fused_mul_polynorm), 2400 x 5120; and of
 // 512-thread teams whose last rows are claimed, with more rows than their stages hold
 // (fused_add_rmsnorm; fused_mul_polynorm with fast memory), and polynorm's claimed 256-thread
-// teams there (two a SM: fewer rows than their stages): 500 x 16384.
+// teams there (two a SM: fewer rows than their stages): 500 x 16384; and polynorm's fitted
+// register-row teams of 3, 5 and 6 warps (16-bit; polynorm_math.h): 9 x 3072, 2400 x 5120,
+// 5 x 6144, with 3 x 7168 beside them (7 warps: the power-of-two team).
 std::vector<Shape> edge_shapes() {
   std::vector<Shape> shapes;
   for (int64_t m : {1, 7})
@@ -72,7 +74,8 @@ std::vector<Shape> edge_shapes() {
                   Shape{3, 80000}, Shape{11, 49152}, Shape{130, 32768}, Shape{125, 40000},
                   Shape{17, 2048}, Shape{5, 16384}, Shape{7, 1024}, Shape{33, 1000},
                   Shape{65537, 8}, Shape{4099, 4096}, Shape{2000, 8192},
-                  Shape{2400, 5120}, Shape{500, 16384}}) {
+                  Shape{2400, 5120}, Shape{500, 16384}, Shape{9, 3072}, Shape{5, 6144},
+                  Shape{3, 7168}}) {
     shapes.push_back(s);
   }
   return shapes;
