@@ -25,7 +25,11 @@ __device__ __forceinline__ Vec16<T> load_vec(const T* p) {
 //   1  under the L2 evict_last policy (compat.h's kL2EvictLastPolicy), as the async and bulk
 //      copies load (default);
 //   0  ld.global.cs (evict first), the loads until the sixty-first session;
-//   2  plain ld.global.
+//   2  plain ld.global;
+//   3  (lab, not yet timed) as 1 and not allocated in L1 (ld.global.L1::no_allocate): the
+//      rows' x no longer evicts from L1 what the kernel re-reads there per row (w where a
+//      kernel does not hold it: rmsnorm's rows of two warps or more at 4 packs, every
+//      register row at 8 packs).
 // One H200, one call, bf16 default sweep, two runs each, points of the copy ceiling, the hint
 // against .cs / plain, means over N: rmsnorm's v3 +5.2 / +1.7, v4 +4.2 / +1.0; polynorm's v2
 // +5.0 / +2.3, v3 +2.4 / +1.1; fused_mul_polynorm's v2 +5.0 / +0.4, v3 +4.6 / +0.5 (98.9-99.5 at
@@ -33,6 +37,11 @@ __device__ __forceinline__ Vec16<T> load_vec(const T* p) {
 // (kernels/rmsnorm/NOTES.md, sixty-first session). Staged and bulk impls: within noise.
 #ifndef KBENCH_ROW_LOAD_HINT
 #define KBENCH_ROW_LOAD_HINT 1
+#endif
+#if KBENCH_ROW_LOAD_HINT == 3
+#define KBENCH_ROW_LOAD_L1 ".L1::no_allocate"
+#else
+#define KBENCH_ROW_LOAD_L1 ""
 #endif
 
 // A load of data the kernel reads once (x of a row held in registers). The hinted form is a
@@ -46,9 +55,10 @@ __device__ __forceinline__ Vec16<T> load_vec_stream(const T* p) {
   typedef int native_int4 __attribute__((ext_vector_type(4)));
   *reinterpret_cast<native_int4*>(&r) =
       __builtin_nontemporal_load(reinterpret_cast<const native_int4*>(p));
-#elif KBENCH_ROW_LOAD_HINT == 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#elif (KBENCH_ROW_LOAD_HINT == 1 || KBENCH_ROW_LOAD_HINT == 3) && defined(__CUDA_ARCH__) && \
+    __CUDA_ARCH__ >= 800
   uint4 words;
-  asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+  asm("ld.global" KBENCH_ROW_LOAD_L1 ".L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
       : "=r"(words.x), "=r"(words.y), "=r"(words.z), "=r"(words.w)
       : "l"(p), "l"(kL2EvictLastPolicy));
   *reinterpret_cast<uint4*>(&r) = words;
