@@ -36,7 +36,8 @@ constexpr int64_t kMaxRegisterRowPacks = 1024 * 8;  // the widest layout below
 // The layouts above whose 16-byte rows span two warps or more at up to 4 packs per thread
 // (1025-16384 bf16): x alone fits 32 registers there, so a kernel that re-reads its per-column
 // weights per row can ask for 2048 threads per SM instead of the layout's 1024 (rmsnorm's do:
-// rmsnorm_rows.cuh's kWideRowsAtFullOccupancy; layernorm's and polynorm's lab knobs try it).
+// rmsnorm_rows.cuh's kWideRowsAtFullOccupancy; polynorm's, with no per-column weights, ask for
+// 1536: polynorm_math.h's kFwdThreadsPerSm).
 template <int kTeam, int kPacks, bool kVector>
 constexpr bool kWideFourPackRows = kVector && kTeam > kWarpSize && kPacks <= 4;
 

@@ -73,25 +73,23 @@ __device__ __forceinline__ RowSums<K> zero_sums() {
 template <int kTeam, int K>
 __device__ __forceinline__ RowSums<K> team_sums(RowSums<K> s, RowSums<K>* scratch) {
   static_assert(kTeam % kWarpSize == 0, "a team is a whole number of warps");
-  s = warp_reduce_sum(s);
-  if constexpr (kTeam == kWarpSize) {
-    return s;
+  constexpr int kTeamWarps = kTeam / kWarpSize;
+  if constexpr ((kTeamWarps & (kTeamWarps - 1)) != 0) {
+    // Fitted teams (3, 5 or 6 warps, below): no butterfly over their warps; reduce.h's plain
+    // reduction, every thread adding the few entries in order.
+    return team_reduce_sum_plain<kTeam, 0>(s, scratch);
   } else {
-    constexpr int kTeamWarps = kTeam / kWarpSize;
-    static_assert(kTeamWarps <= kWarpSize);
-    const int warp = threadIdx.x / kWarpSize;
-    const int lane = threadIdx.x % kWarpSize;
-    if (lane == 0) scratch[warp] = s;
-    __syncthreads();
-    if constexpr ((kTeamWarps & (kTeamWarps - 1)) == 0) {
+    s = warp_reduce_sum(s);
+    if constexpr (kTeam == kWarpSize) {
+      return s;
+    } else {
+      static_assert(kTeamWarps <= kWarpSize);
+      const int warp = threadIdx.x / kWarpSize;
+      const int lane = threadIdx.x % kWarpSize;
+      if (lane == 0) scratch[warp] = s;
+      __syncthreads();
       return warp_reduce_sum(scratch[warp / kTeamWarps * kTeamWarps + lane % kTeamWarps],
                              kTeamWarps);
-    } else {  // fitted teams (3, 5 or 6 warps): every thread adds their few entries in order
-      const int first = warp / kTeamWarps * kTeamWarps;
-      RowSums<K> total = scratch[first];
-#pragma unroll
-      for (int i = 1; i < kTeamWarps; ++i) add_to(total, scratch[first + i]);
-      return total;
     }
   }
 }
