@@ -26,10 +26,11 @@ __device__ __forceinline__ Vec16<T> load_vec(const T* p) {
 //      copies load (default);
 //   0  ld.global.cs (evict first), the loads until the sixty-first session;
 //   2  plain ld.global;
-//   3  (lab, not yet timed) as 1 and not allocated in L1 (ld.global.L1::no_allocate): the
-//      rows' x no longer evicts from L1 what the kernel re-reads there per row (w where a
-//      kernel does not hold it: rmsnorm's rows of two warps or more at 4 packs, every
-//      register row at 8 packs).
+//   3  (lab) as 1 and not allocated in L1 (ld.global.L1::no_allocate): the rows' x no longer
+//      evicts from L1 what the kernel re-reads there per row (w where a kernel does not hold
+//      it: rmsnorm's rows of two warps or more at 4 packs, every register row at 8 packs).
+//      One H200, bf16, means of two passes against 1: rmsnorm's v4 -0.5 to +0.3 at 1K-32K,
+//      v3 -2.3 / -1.4 at 8K / 1K; layernorm's v2 / v3 -1.2 to +1.0: not taken.
 // One H200, one call, bf16 default sweep, two runs each, points of the copy ceiling, the hint
 // against .cs / plain, means over N: rmsnorm's v3 +5.2 / +1.7, v4 +4.2 / +1.0; polynorm's v2
 // +5.0 / +2.3, v3 +2.4 / +1.1; fused_mul_polynorm's v2 +5.0 / +0.4, v3 +4.6 / +0.5 (98.9-99.5 at
@@ -198,9 +199,32 @@ __device__ __forceinline__ void store_vec_partial(T* p, const Vec16<T>& v, int64
 // aligned, cols a multiple of kSize); otherwise element by element. Columns at or past `cols`
 // read as 0 and are not written, so cols = 0 turns a whole row off. Index is int where a row
 // fits in registers (fewer registers), int64_t otherwise.
+//
+// The vector form chooses between the load and zero on the pack's four 32-bit words
+// (KBENCH_PACK_WORD_SELECT=1, the default). Chosen as a Vec16 of 16-bit elements, the compiler
+// merged the two element by element: 8-12 PRMTs per 16-bit pack, 13-16% of every 16-bit
+// register-row kernel's instructions (SASS sm_90: 152 of the 1016 of layernorm's 4K kernel,
+// 114 of 592 of rmsnorm's); on words, none. One H200, means of two passes, points of the copy
+// ceiling, against 0: rmsnorm's v4 bf16 +2.0 / 0.0 / +0.9 / +8.3 / +1.0 / +0.6 at 1K / 2K /
+// 4K / 5120 / 8K / 16K (96.1 / 94.9 / 96.4 / 95.7 / 96.3 / 94.8), layernorm's v3 +2.8 to +11.3
+// (with its two FMAs, layernorm.cu), the backwards' register rows (v2) +2 to +12 at 1K-16K,
+// fused_add_rmsnorm's v2 -0.6 to +1.8 (kernels/rmsnorm/NOTES.md, sixty-third session). 0: the
+// Vec16 choice (a knob for scripts/ab-flags.sh).
+#ifndef KBENCH_PACK_WORD_SELECT
+#define KBENCH_PACK_WORD_SELECT 1
+#endif
 template <class T, bool kVector, bool kStream, class Index>
 __device__ __forceinline__ Vec16<T> load_pack(const T* row, Index col, Index cols) {
-  if constexpr (kVector) {
+  if constexpr (kVector && KBENCH_PACK_WORD_SELECT) {
+    int4 words = make_int4(0, 0, 0, 0);
+    if (col < cols) {
+      const Vec16<T> v = kStream ? load_vec_stream(row + col) : load_vec(row + col);
+      words = *reinterpret_cast<const int4*>(&v);
+    }
+    Vec16<T> r;
+    *reinterpret_cast<int4*>(&r) = words;
+    return r;
+  } else if constexpr (kVector) {
     if (col >= cols) return zero_vec<T>();
     return kStream ? load_vec_stream(row + col) : load_vec(row + col);
   } else {

@@ -23,7 +23,7 @@
 //                   (two 512-thread blocks per SM up to 32768 bf16). Persistent grid, w (and
 //                   b where registers allow) held across rows, x loaded under the L2
 //                   evict_last hint (vec.h's load_vec_stream), v4's one round of sums per
-//                   row where the team is a warp or the block, explicit FMAs. Unaligned
+//                   row where the team is a warp or the block, y by two FMAs. Unaligned
 //                   rows or N not a multiple of the pack use scalar accesses with the same
 //                   layout; rows beyond register capacity (65536 bf16 / 32768 fp32 when
 //                   aligned) take a block-per-row kernel that walks the row three times, the
@@ -286,8 +286,8 @@ void launch_fwd_chunked(const FwdParams<T>& p, bool vector, gpuStream_t stream) 
 // Per row: one team sum of x and x^2 (kLayernormRegsOneRound below), or where that would lose
 // digits or the team is two warps a second of the squared deviations from the registers (the
 // mean, then the variance), and one pass writing y. Per element that is an add and an FMA (a
-// subtract and an FMA more in a second round) for the statistics and a subtract, a multiply
-// and an FMA for y, plus the bf16/fp16 unpacking (integer ops on pairs).
+// subtract and an FMA more in a second round) for the statistics and two FMAs for y
+// (kLayernormRegsByFmas), plus the bf16/fp16 unpacking (integer ops on pairs).
 //
 // The grid is persistent (kMinBlocks blocks per SM, the occupancy __launch_bounds__ asks for)
 // and walks rows with a block stride, so w and b are loaded once per thread and reused for
@@ -311,6 +311,17 @@ void launch_fwd_chunked(const FwdParams<T>& p, bool vector, gpuStream_t stream) 
 template <int kBlock, int kTeam>
 constexpr bool kLayernormRegsOneRound =
     KBENCH_LAYERNORM_REGS_ONE_ROUND && (kTeam == kWarpSize || kTeam == kBlock);
+
+// y as (x * rstd + shift) * w + b, two FMAs per element, as v4 does (normalize's kByFmas), not
+// (x - mean) * rstd * w + b (a subtract, a multiply and an FMA): 24-64 instructions fewer per
+// kernel (SASS sm_90, bf16). Measured only together with vec.h's KBENCH_PACK_WORD_SELECT: v3
+// bf16 +7.9 / +6.3 / +5.5 / +8.4 / +7.2 / +11.3 at 1K / 2K / 4K / 5120 / 8K / 16K (94.1 at 1K,
+// v6's 93.8; kernels/rmsnorm/NOTES.md, sixty-third session). 0: the latter (a knob for
+// scripts/ab-flags.sh).
+#ifndef KBENCH_LAYERNORM_REGS_BY_FMAS
+#define KBENCH_LAYERNORM_REGS_BY_FMAS 1
+#endif
+constexpr bool kLayernormRegsByFmas = KBENCH_LAYERNORM_REGS_BY_FMAS;
 
 template <class T, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) layernorm_fwd_regs(FwdParams<T> p) {
@@ -388,6 +399,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) layernorm_fwd_regs(FwdPara
       buf ^= 1;
     }
     const float rstd = rsqrtf(var + p.eps);
+    const float shift = -mean * rstd;  // y by two FMAs per element (KBENCH_LAYERNORM_REGS_BY_FMAS)
 
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
@@ -405,7 +417,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) layernorm_fwd_regs(FwdPara
       } else {
         bv = load_pack<T, kVector, false>(p.b, pack_col(k), cols);
       }
-      store_pack<T, kVector>(p.y + offset, pack_col(k), cols, normalize(xv[k], wv, bv, mean, rstd));
+      store_pack<T, kVector>(p.y + offset, pack_col(k), cols,
+                             normalize<T, kLayernormRegsByFmas>(xv[k], wv, bv, mean, rstd, shift));
     }
   }
 }
@@ -759,7 +772,7 @@ __global__ void __launch_bounds__(kWarpSize, kWarpRowsMinBlocks) layernorm_fwd_w
   for (int k = 0; k < kPacks; ++k) {
     // x read once (vec.h's load_vec_stream: the L2 evict_last hint Triton's kernel loads with
     // too); a zero pack adds nothing.
-    xv[k] = col_of(k) < cols ? load_vec_stream(x_row + col_of(k)) : zero_vec<T>();
+    xv[k] = load_pack<T, true, true>(x_row, col_of(k), cols);
   }
   float2 acc = make_float2(0.f, 0.f);
 #pragma unroll
