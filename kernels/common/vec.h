@@ -202,12 +202,12 @@ __device__ __forceinline__ void store_vec_partial(T* p, const Vec16<T>& v, int64
 //
 // The vector form chooses between the load and zero on the pack's four 32-bit words
 // (KBENCH_PACK_WORD_SELECT=1, the default). Chosen as a Vec16 of 16-bit elements, the compiler
-// merged the two element by element: 8-12 PRMTs per 16-bit pack, 13-16% of every 16-bit
+// merged the two element by element: 8-12 PRMTs per 16-bit pack, 11-16% of every 16-bit
 // register-row kernel's instructions (SASS sm_90: 152 of the 1016 of layernorm's 4K kernel,
 // 114 of 592 of rmsnorm's); on words, none. One H200, means of two passes, points of the copy
 // ceiling, against 0: rmsnorm's v4 bf16 +2.0 / 0.0 / +0.9 / +8.3 / +1.0 / +0.6 at 1K / 2K /
 // 4K / 5120 / 8K / 16K (96.1 / 94.9 / 96.4 / 95.7 / 96.3 / 94.8), layernorm's v3 +2.8 to +11.3
-// (with its two FMAs, layernorm.cu), the backwards' register rows (v2) +2 to +12 at 1K-16K,
+// (with its two FMAs, layernorm.cu), the backwards' register rows (v2) +2 to +12 at 1K-8K,
 // fused_add_rmsnorm's v2 -0.6 to +1.8 (kernels/rmsnorm/NOTES.md, sixty-third session). 0: the
 // Vec16 choice (a knob for scripts/ab-flags.sh).
 #ifndef KBENCH_PACK_WORD_SELECT

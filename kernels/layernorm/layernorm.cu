@@ -316,8 +316,8 @@ constexpr bool kLayernormRegsOneRound =
 // (x - mean) * rstd * w + b (a subtract, a multiply and an FMA): 24-64 instructions fewer per
 // kernel (SASS sm_90, bf16). Measured only together with vec.h's KBENCH_PACK_WORD_SELECT: v3
 // bf16 +7.9 / +6.3 / +5.5 / +8.4 / +7.2 / +11.3 at 1K / 2K / 4K / 5120 / 8K / 16K (94.1 at 1K,
-// v6's 93.8; kernels/rmsnorm/NOTES.md, sixty-third session). 0: the latter (a knob for
-// scripts/ab-flags.sh).
+// v6's 93.5 in the same runs; kernels/rmsnorm/NOTES.md, sixty-third session). 0: the latter (a
+// knob for scripts/ab-flags.sh).
 #ifndef KBENCH_LAYERNORM_REGS_BY_FMAS
 #define KBENCH_LAYERNORM_REGS_BY_FMAS 1
 #endif
