@@ -333,7 +333,7 @@ bool launch_bulk_rows(const typename Op::Params& p, const LaunchArgs& a) {
   const auto launch = [&](auto team) -> bool {
     constexpr int kTeam = decltype(team)::value;
     constexpr int kPacks = Op::kPacks;
-    constexpr bool kFitted = (kTeam & (kTeam - 1)) != 0;  // takes its full rows only
+    constexpr bool kFitted = !is_power_of_two(kTeam);  // takes its full rows only
     constexpr bool kTaken =
         kFitted ? kTeam <= Op::kLargestFittedTeam || KBENCH_BULK_FITTED_TEAMS == 2
                 : kTeam >= Op::kSmallestTeam && kTeam <= largest_team_on_fast_memory<Op>();

@@ -138,7 +138,7 @@ __device__ __forceinline__ V grid_wait_sum(const GridSums& g, int group_team, ui
   constexpr int kWords = kCluster * W;
   constexpr int kSpan = kWords < kWarpSize ? kWords : kWarpSize;  // lanes that hold words
   constexpr int kPerLane = (kWords + kSpan - 1) / kSpan;
-  static_assert((W & (W - 1)) == 0 && kSpan % W == 0, "a butterfly over whole ranks");
+  static_assert(is_power_of_two(W) && kSpan % W == 0, "a butterfly over whole ranks");
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const uint32_t tag = grid_tag(g.epoch, call);
   // Does lane hold word i * kSpan + lane? (Only a last, partial round of a group of 10 or 12

@@ -7,6 +7,10 @@
 
 namespace kbench {
 
+// Teams, sums per warp and butterflies come in powers of two; a team that is not one (3, 5 or 6
+// warps) is a fitted team, reduced without a butterfly over its warps.
+__host__ __device__ constexpr bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
 #if defined(KBENCH_HIP) || defined(__HIP_PLATFORM_AMD__)
 #if defined(__AMDGCN_WAVEFRONT_SIZE)
 inline constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
@@ -158,7 +162,7 @@ __device__ __forceinline__ void team_barrier() {
 // b + a on the other).
 template <int K>
 __device__ __forceinline__ float warp_reduce_scatter(const float (&in)[K]) {
-  static_assert((K & (K - 1)) == 0 && K <= kWarpSize, "K a power of two, at most the warp");
+  static_assert(is_power_of_two(K) && K <= kWarpSize, "K a power of two, at most the warp");
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   float v[K];
 #pragma unroll
@@ -258,7 +262,7 @@ __host__ __device__ constexpr int scattered_sums() {
   } else if constexpr (std::is_same_v<V, float4>) {
     return 4;
   } else if constexpr (is_row_sums_v<V>) {
-    return V::kCount >= 4 && (V::kCount & (V::kCount - 1)) == 0 ? V::kCount : 0;
+    return V::kCount >= 4 && is_power_of_two(V::kCount) ? V::kCount : 0;
   } else {
     return 0;
   }

@@ -74,7 +74,7 @@ template <int kTeam, int K>
 __device__ __forceinline__ RowSums<K> team_sums(RowSums<K> s, RowSums<K>* scratch) {
   static_assert(kTeam % kWarpSize == 0, "a team is a whole number of warps");
   constexpr int kTeamWarps = kTeam / kWarpSize;
-  if constexpr ((kTeamWarps & (kTeamWarps - 1)) != 0) {
+  if constexpr (!is_power_of_two(kTeamWarps)) {
     // Fitted teams (3, 5 or 6 warps, below): no butterfly over their warps; reduce.h's plain
     // reduction, every thread adding the few entries in order.
     return team_reduce_sum_plain<kTeam, 0>(s, scratch);
@@ -653,7 +653,7 @@ bool with_fwd_config_of(int64_t packs, F&& f) {
 #endif
 template <class C, bool kHasMul>
 constexpr int kFwdThreadsPerSm =
-    kHasMul || !C::kVector || (C::kTeam & (C::kTeam - 1)) != 0 ? 0  // fitted teams: the ladder's
+    kHasMul || !C::kVector || !is_power_of_two(C::kTeam) ? 0  // fitted teams: the ladder's
     : kWideFourPackRows<C::kTeam, C::kPacks, C::kVector> ? KBENCH_POLYNORM_WIDE_ROWS_THREADS
     : C::kTeam == kWarpSize ? KBENCH_POLYNORM_WARP_ROWS_THREADS
                             : 0;
