@@ -52,6 +52,29 @@ __device__ __forceinline__ void cluster_sync() {
 #endif
 }
 
+// cluster_sync for a barrier that only says this block is done with its shared memory, which
+// a peer writes into next (fold_cluster's first): the release covers this block's
+// shared-memory accesses alone (fence.release.sync_restrict::shared::cta.cluster, PTX ISA 8.6,
+// then a relaxed arrive), so the barrier does not wait for the block's global stores (a
+// backward's last dx rows) to land, as cluster_sync's release does. Same run, H200, bf16, % of
+// the copy ceiling, means of four: fused_add_rmsnorm_bwd +0.6 / +0.3 at 2048x16384 / 4096x8192,
+// rmsnorm_bwd +0.5 / +0.3 at 3072x8192 / 4096x8192, points without the fold level
+// (kernels/rmsnorm/NOTES.md, sixty-ninth session). KBENCH_SHARED_ONLY_RELEASE=0, or a toolkit
+// older than CUDA 12.8, makes it a cluster_sync.
+#ifndef KBENCH_SHARED_ONLY_RELEASE
+#define KBENCH_SHARED_ONLY_RELEASE 1
+#endif
+__device__ __forceinline__ void cluster_sync_shared_only() {
+#if KBENCH_CLUSTER_DEVICE && KBENCH_SHARED_ONLY_RELEASE && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8))
+  asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n"
+               "barrier.cluster.arrive.relaxed.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+  cluster_sync();
+#endif
+}
+
 // A shared-memory address of this block as the same variable's address in block `peer`.
 __device__ __forceinline__ uint32_t peer_address(const void* local, int peer) {
 #if KBENCH_CLUSTER_DEVICE

@@ -546,7 +546,7 @@ __device__ __forceinline__ void fold_cluster(float (&acc)[kPacks][kAcc], float4*
   const auto quad = [&acc](int k, int c) {
     return make_float4(acc[k][4 * c], acc[k][4 * c + 1], acc[k][4 * c + 2], acc[k][4 * c + 3]);
   };
-  cluster_sync();  // every block of the cluster is done with its stage buffers
+  cluster_sync_shared_only();  // every block of the cluster is done with its stage buffers
   if (holder) {
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
