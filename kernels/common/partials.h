@@ -117,6 +117,51 @@ __device__ __forceinline__ void fold_teams(float (*acc)[kCols], float* exchange)
   }
 }
 
+// fold_teams' sum with its work spread over every team. A thread's accumulators are kRows x
+// kCols / 4 float4 "units"; team scattered_fold_owner(u) adds unit u over the teams and hands
+// the sum to store(u, sum) (the staged kernels write it to the partial rows), so each team
+// writes its share of them. One exchange (every thread stores all its units, then loads the
+// teams' values of the units its team owns) instead of fold_teams' log2(kTeams) rounds, in each
+// of which half the remaining teams wait and team 0 alone adds and then stores everything. The
+// teams' values are added in team order, so the sums are deterministic (not bitwise
+// fold_teams': another order). Every unit goes through the exchange, so the accumulators are
+// dead after the first barrier (no registers held for the second half). `exchange`: kRows x
+// kCols / 4 x kBlock float4s. Every thread of the block must call it.
+template <int kTeams, int kUnits>
+__host__ __device__ constexpr int scattered_fold_owner(int unit) {
+  return unit * kTeams / kUnits;  // contiguous units per team: whole packs where they divide
+}
+static_assert(scattered_fold_owner<4, 16>(3) == 0 && scattered_fold_owner<4, 16>(4) == 1 &&
+              scattered_fold_owner<4, 16>(15) == 3 && scattered_fold_owner<2, 8>(4) == 1 &&
+              scattered_fold_owner<16, 16>(9) == 9 && scattered_fold_owner<16, 8>(7) == 14);
+template <int kBlock, int kTeam, int kRows, int kCols, class Store>
+__device__ __forceinline__ void fold_teams_scattered(const float (*acc)[kCols], float4* exchange,
+                                                     Store&& store) {
+  static_assert(kCols % 4 == 0);
+  constexpr int kTeams = kBlock / kTeam;
+  constexpr int kQuads = kCols / 4;
+  constexpr int kUnits = kRows * kQuads;
+  const int team = static_cast<int>(threadIdx.x) / kTeam;
+  const int lane = static_cast<int>(threadIdx.x) % kTeam;
+  // Team t's value of unit u, this lane's: lane fastest, so no bank conflicts.
+  const auto slot = [lane](int u, int t) { return (u * kTeams + t) * kTeam + lane; };
+  __syncthreads();  // every team is done with the buffers (the stages) the exchange reuses
+#pragma unroll
+  for (int u = 0; u < kUnits; ++u) {
+    const float* a = &acc[u / kQuads][4 * (u % kQuads)];
+    exchange[slot(u, team)] = make_float4(a[0], a[1], a[2], a[3]);
+  }
+  __syncthreads();
+#pragma unroll
+  for (int u = 0; u < kUnits; ++u) {
+    if (scattered_fold_owner<kTeams, kUnits>(u) != team) continue;
+    float4 total = exchange[slot(u, 0)];
+#pragma unroll
+    for (int t = 1; t < kTeams; ++t) add_to(total, exchange[slot(u, t)]);
+    store(u, total);
+  }
+}
+
 // out[j] = sum of the partial rows' column j. A block of kFinalizeThreads threads takes
 // kFinalizeThreads / groups groups of kCols columns (kCols = 4: 16-byte loads, where the rows
 // allow; 1 otherwise), and its `groups` groups of threads split the partial rows; each thread

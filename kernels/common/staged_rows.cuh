@@ -100,6 +100,8 @@
 //   kSplitRows  (optional)                      true: rows up to twice a whole-block team's
 //                                               packs on one block at twice the packs, the row
 //                                               over two stages (staged_config.h's kSplitRows)
+//   kScatterFold  (optional; backwards)         true: the teams' column gradients summed with
+//                                               the work spread over every team (scatter_fold)
 //   row_total(stats)  (optional)                a float4 per row summed over all rows (polynorm's
 //                                               dw and db: scalar gradients); with it
 //   finish_totals(p, totals, count, stream, overlap)  host: adds the kernel's `count` float4
@@ -279,6 +281,28 @@ constexpr int one_block_stages() {
 template <class Op>
 constexpr bool full_rows_keep_packs() {
   return KBENCH_POLICY_OPTION(kFullRowsKeepPacks, false);
+}
+
+// Are a block's teams' column gradients summed with the work spread over every team, each
+// writing its share of the partial rows (partials.h's fold_teams_scattered), rather than into
+// team 0's, which writes them all (fold_teams)? Where the op opts in (Op::kScatterFold:
+// layernorm_bwd) with KBENCH_SCATTER_FOLD 1, the default; 0 never, 2 every backward (knobs
+// for scripts/ab-flags.sh). Only where no cluster follows: blocks that fold their partial rows
+// over a cluster (kFold > 1) need team 0's for fold_cluster, and in hardware-cluster rows it
+// made ptxas spill 4-8 bytes. Same run, H200, bf16, % of the copy ceiling, means of five
+// passes: layernorm_bwd +0.36 / +0.38 / +0.42 at 2048x16384 / 1024x32768 / 512x65536 (grid rows
+// of four 128-thread teams: 78.1 against 77.7 at 64K), +0.1 at 16384x2048 (8 teams of 64);
+// rmsnorm_bwd (two teams) -0.1 to +0.2, fused_add_rmsnorm_bwd -0.1 to +0.6. Another H200,
+// three passes, layernorm_bwd bf16 / fp16: +0.17 / +0.07 at 32768x1024 (16 teams of 32), +0.14 /
+// +0.08 at 16384x2048, +0.32 / +0.22 at 512x65536 (kernels/rmsnorm/NOTES.md, seventy-first
+// session).
+#ifndef KBENCH_SCATTER_FOLD
+#define KBENCH_SCATTER_FOLD 1
+#endif
+template <class Op>
+__host__ __device__ constexpr bool scatter_fold() {
+  return KBENCH_SCATTER_FOLD == 2 ||
+         (KBENCH_SCATTER_FOLD == 1 && KBENCH_POLICY_OPTION(kScatterFold, false));
 }
 
 // Does Op split rows of up to twice a whole-block team's packs over two stages of one block
@@ -1143,19 +1167,35 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   // but the last sends should not race the exit either).
   if constexpr (kHardwareCluster) cluster_sync();
   if constexpr (Op::kColGrads > 0) {
-    // The teams' accumulators into team 0's, through the stage buffers (no copy is in flight
-    // any more: the batches left are empty), then this block's partial rows: column gradient
-    // g's at row g * clusters + cluster.
-    if constexpr (kTeams > 1) {
-      static_assert(kBlock / 2 * kPacks * kAccRows * V * sizeof(float) <=
-                    size_t{kStages} * S * kStagePacks * kBlock * sizeof(int4));
-      fold_teams<kBlock, kTeam, kPacks, kAccRows * V, true>(acc, reinterpret_cast<float*>(stages));
-    }
+    // The teams' accumulators into team 0's (or, scattered, each team's share of them), through
+    // the stage buffers (no copy is in flight any more: the batches left are empty), then this
+    // block's partial rows: column gradient g's at row g * groups + group.
     // Partial row `group` of `groups` per column gradient: one per cluster (a row's blocks each
     // hold a slice of it, or kFold blocks fold theirs together).
     constexpr int kGroup = kCluster > 1 ? kCluster : kFold;
     const int64_t groups = gridDim.x / kGroup;
     const int64_t group = blockIdx.x / kGroup;
+    constexpr int kUnits = kPacks * kAccRows * V / 4;  // fold_teams_scattered's float4s a thread
+    constexpr bool kScattered = kTeams > 1 && kFold == 1 && !kHardwareCluster &&
+                                scatter_fold<Op>() &&
+                                kUnits <= kStages * S * kStagePacks;  // its exchange fits
+    if constexpr (kScattered) {
+      // Each team writes the units it owns: float4 c of pack k, of column gradient 4c / V.
+      const auto store_unit = [&](int u, float4 sum) {
+        constexpr int kQuads = kAccRows * V / 4;
+        const int k = u / kQuads, c = u % kQuads;
+        if (valid[k]) {
+          float* partial = partials + (4 * c / V * groups + group) * p.cols;
+          store_partial<true, 4>(partial, col_of(k) + 4 * c % V, p.cols, &sum.x);
+        }
+      };
+      fold_teams_scattered<kBlock, kTeam, kPacks, kAccRows * V>(acc, reinterpret_cast<float4*>(stages),
+                                                                store_unit);
+    } else if constexpr (kTeams > 1) {
+      static_assert(kBlock / 2 * kPacks * kAccRows * V * sizeof(float) <=
+                    size_t{kStages} * S * kStagePacks * kBlock * sizeof(int4));
+      fold_teams<kBlock, kTeam, kPacks, kAccRows * V, true>(acc, reinterpret_cast<float*>(stages));
+    }
     if constexpr (kFold > 1) {
       constexpr int kAcc = kAccRows * V;
       static_assert(size_t{kPacks} * kAcc * kTeam * sizeof(float) <=
@@ -1163,7 +1203,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       fold_cluster<kFold, kTeam, kPacks>(acc, reinterpret_cast<float4*>(stages), team == 0, lane);
     }
     const int fold_rank = cluster_rank<kFold>();
-    if (team == 0) {
+    if (!kScattered && team == 0) {  // (fold_teams_scattered wrote its own)
 #pragma unroll
       for (int g = 0; g < Op::kColGrads; ++g) {
         float* partial = partials + (g * groups + group) * p.cols;

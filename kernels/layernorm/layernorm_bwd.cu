@@ -38,8 +38,9 @@
 //                         whose sums meet in global memory (grid rows; clusters of 8 for
 //                         32769-49152 and past 65536), w as floats in shared memory there;
 //                         dw and db in fp32 registers, one partial row pair per block (per
-//                         group of blocks for wider rows), summed at the end of the same
-//                         kernel after a grid barrier. One round of row sums
+//                         group of blocks for wider rows; the block's teams add them up with
+//                         each team taking a share, which it writes), summed at the end of the
+//                         same kernel after a grid barrier. One round of row sums
 //                         (x, g, x^2, g * x) where the variance allows (one_pass_variance.h),
 //                         else v2's two. Unaligned rows: v2.
 #include <algorithm>
@@ -679,6 +680,13 @@ struct LayernormBwdStaged {
   // rmsnorm_bwd so: -10 at 16384, +2 at 32768; polynorm_bwd (H200) -5 at 16384
   // (kernels/rmsnorm/NOTES.md, thirteenth session).
   static constexpr bool kWideRows = true;
+  // Its four teams' dw and db summed with the work spread over the teams, each writing a
+  // quarter of the block's partial rows (staged_rows.cuh's scatter_fold), not all four into
+  // team 0's in two rounds: same run, H200, bf16, five passes, +0.36 / +0.38 / +0.42 points of
+  // the copy ceiling at 16384 / 32768 / 65536, +0.1 at 2048; on another, three passes, +0.1 to
+  // +0.2 at 1024 / 2048 and +0.2 / +0.3 at 65536 in fp16 / bf16 (kernels/rmsnorm/NOTES.md,
+  // seventy-first session).
+  static constexpr bool kScatterFold = true;
   struct Stats {
     RowCoefs coefs;
     bool second_round;
