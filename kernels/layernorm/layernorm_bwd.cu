@@ -680,12 +680,12 @@ struct LayernormBwdStaged {
   // rmsnorm_bwd so: -10 at 16384, +2 at 32768; polynorm_bwd (H200) -5 at 16384
   // (kernels/rmsnorm/NOTES.md, thirteenth session).
   static constexpr bool kWideRows = true;
-  // Its four teams' dw and db summed with the work spread over the teams, each writing a
-  // quarter of the block's partial rows (staged_rows.cuh's scatter_fold), not all four into
-  // team 0's in two rounds: same run, H200, bf16, five passes, +0.36 / +0.38 / +0.42 points of
-  // the copy ceiling at 16384 / 32768 / 65536, +0.1 at 2048; on another, three passes, +0.1 to
-  // +0.2 at 1024 / 2048 and +0.2 / +0.3 at 65536 in fp16 / bf16 (kernels/rmsnorm/NOTES.md,
-  // seventy-first session).
+  // A block's teams' dw and db summed with the work spread over the teams, each writing its
+  // share of the block's partial rows (staged_rows.cuh's scatter_fold), not all into team 0's
+  // in log2(teams) rounds (two for the four teams of 16384-65536): same run, H200, bf16, five
+  // passes, +0.36 / +0.38 / +0.42 points of the copy ceiling at 16384 / 32768 / 65536, +0.1 at
+  // 2048; on another, three passes, +0.07 to +0.17 at 1024 / 2048 and +0.22 / +0.32 at 65536 in
+  // fp16 / bf16 (kernels/rmsnorm/NOTES.md, seventy-first session).
   static constexpr bool kScatterFold = true;
   struct Stats {
     RowCoefs coefs;
