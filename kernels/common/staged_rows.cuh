@@ -289,13 +289,9 @@ constexpr bool full_rows_keep_packs() {
 // layernorm_bwd) with KBENCH_SCATTER_FOLD 1, the default; 0 never, 2 every backward (knobs
 // for scripts/ab-flags.sh). Only where no cluster follows: blocks that fold their partial rows
 // over a cluster (kFold > 1) need team 0's for fold_cluster, and in hardware-cluster rows it
-// made ptxas spill 4-8 bytes. Same run, H200, bf16, % of the copy ceiling, means of five
-// passes: layernorm_bwd +0.36 / +0.38 / +0.42 at 2048x16384 / 1024x32768 / 512x65536 (grid rows
-// of four 128-thread teams: 78.1 against 77.7 at 64K), +0.1 at 16384x2048 (8 teams of 64);
-// rmsnorm_bwd (two teams) -0.1 to +0.2, fused_add_rmsnorm_bwd -0.1 to +0.6. Another H200,
-// three passes, layernorm_bwd bf16 / fp16: +0.17 / +0.07 at 32768x1024 (16 teams of 32), +0.14 /
-// +0.08 at 16384x2048, +0.32 / +0.22 at 512x65536 (kernels/rmsnorm/NOTES.md, seventy-first
-// session).
+// made ptxas spill 4-8 bytes. layernorm_bwd's A/B is at its kScatterFold; rmsnorm_bwd and
+// fused_add_rmsnorm_bwd (two teams) measured level so (H200, bf16: -0.1 to +0.2 and -0.1 to
+// +0.6; kernels/rmsnorm/NOTES.md, seventy-first session).
 #ifndef KBENCH_SCATTER_FOLD
 #define KBENCH_SCATTER_FOLD 1
 #endif
@@ -1169,9 +1165,8 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   if constexpr (Op::kColGrads > 0) {
     // The teams' accumulators into team 0's (or, scattered, each team's share of them), through
     // the stage buffers (no copy is in flight any more: the batches left are empty), then this
-    // block's partial rows: column gradient g's at row g * groups + group.
-    // Partial row `group` of `groups` per column gradient: one per cluster (a row's blocks each
-    // hold a slice of it, or kFold blocks fold theirs together).
+    // block's partial rows: column gradient g's at row g * groups + group, one row per cluster
+    // (a row's blocks each hold a slice of it, or kFold blocks fold theirs together).
     constexpr int kGroup = kCluster > 1 ? kCluster : kFold;
     const int64_t groups = gridDim.x / kGroup;
     const int64_t group = blockIdx.x / kGroup;
