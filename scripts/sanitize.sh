@@ -72,8 +72,9 @@ sanitize_one() {
 export -f sanitize_one
 
 # The tools themselves first: each bug planted in scripts/sanitizer_probe.cu (races on copies
-# made as the kernels make them, an out-of-bounds write) must be reported, and the correct forms
-# must pass; otherwise "clean" below says nothing about that kind of bug.
+# and stores to a peer block made as the kernels make them, an out-of-bounds write) must be
+# reported, and the correct forms must pass; otherwise "clean" below says nothing about that
+# kind of bug.
 probe_tools() {
   local dir probe
   dir=$(mktemp -d)
@@ -86,8 +87,11 @@ probe_tools() {
   fi
   local spec tool name rc verdict
   for spec in racecheck:racy_plain racecheck:racy_async_read racecheck:racy_async_refill \
-      racecheck:racy_bulk_read racecheck:racy_bulk_refill racecheck:clean_async \
-      racecheck:clean_bulk memcheck:out_of_bounds memcheck:clean_bulk synccheck:clean_bulk; do
+      racecheck:racy_bulk_read racecheck:racy_bulk_refill racecheck:racy_cluster_store \
+      racecheck:racy_cluster_async racecheck:clean_async racecheck:clean_bulk \
+      racecheck:clean_cluster_store racecheck:clean_cluster_async memcheck:out_of_bounds \
+      memcheck:clean_bulk memcheck:clean_cluster_async synccheck:clean_bulk \
+      synccheck:clean_cluster_async; do
     tool=${spec%%:*} name=${spec#*:}
     "$SANITIZER" --tool "$tool" --error-exitcode 9 "$probe" "$name" \
       >"$SANITIZE_OUT/probe-$tool-$name.txt" 2>&1
