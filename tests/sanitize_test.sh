@@ -43,31 +43,23 @@ run() {  # run NAME [VAR=VALUE...]: the script's exit status, its summary in $di
     bash "$script" "$dir/kbench" >/dev/null 2>&1
 }
 
-run good
-rc=$?
-((rc == 0)) || fail "clean runs: exit $rc"
+# expect NAME STATUS PATTERN [VAR=VALUE...]: the script exits STATUS and its summary has PATTERN.
+expect() {
+  local name=$1 want=$2 pattern=$3
+  shift 3
+  run "$name" "$@"
+  local rc=$?
+  ((rc == want)) || fail "$name: exit $rc, not $want"
+  grep -qE "$pattern" "$dir/$name/sanitize.txt" || fail "$name: no '$pattern' in the summary"
+}
+
+expect good 0 'racecheck  racy_async_refill  caught'
 [[ $(grep -c ' clean ' "$dir/good/sanitize.txt") == 4 ]] || fail "clean runs: $(cat "$dir/good/sanitize.txt")"
-grep -q 'racecheck  racy_async_refill  caught' "$dir/good/sanitize.txt" || fail "probe lines missing"
 grep -q 'racecheck  clean_bulk         passes' "$dir/good/sanitize.txt" || fail "clean probe lines missing"
-
-run errors FAKE_KBENCH_RC=9
-rc=$?
-((rc == 1)) || fail "sanitizer errors: exit $rc"
-grep -q 'sanitizer errors' "$dir/errors/sanitize.txt" || fail "sanitizer errors not named"
-
-run unbuilt FAKE_NVCC_FAILS=1
-rc=$?
-((rc == 1)) || fail "probes not built: exit $rc"
-grep -q 'not built' "$dir/unbuilt/sanitize.txt" || fail "unbuilt probes not named"
-
-run flagged FAKE_CLEAN_RC=9
-rc=$?
-((rc == 1)) || fail "a correct probe flagged: exit $rc"
-grep -q 'clean_async        FLAGGED' "$dir/flagged/sanitize.txt" || fail "flagged probe not named"
-
-run blind FAKE_RACY_PLAIN_RC=0
-rc=$?
-((rc == 1)) || fail "a tool that misses the plain race: exit $rc"
+expect errors 1 'sanitizer errors' FAKE_KBENCH_RC=9
+expect unbuilt 1 'not built' FAKE_NVCC_FAILS=1
+expect flagged 1 'clean_async +FLAGGED' FAKE_CLEAN_RC=9
+expect blind 1 'racy_plain +NOT caught' FAKE_RACY_PLAIN_RC=0
 
 mkdir -p "$dir/nobin"
 env PATH="$dir/nobin:/usr/bin:/bin" COMPUTE_SANITIZER="$dir/nobin/compute-sanitizer" OUT="$dir/none" bash "$script" "$dir/kbench" >/dev/null 2>&1
