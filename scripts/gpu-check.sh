@@ -9,7 +9,10 @@
 #   SWEEP (default: default); SKIP_SWEEP=1; SKIP_TESTS=1 (builds kbench alone);
 #   SKIP_TORCH=1 (no PyTorch copy rate); SKIP_SASS=1 (no scripts/sass_desc_check.py);
 #   GATE=1 (also run scripts/gate-evidence.sh for the regression gate);
-#   PEERS=op,op (PyTorch eager/compile rows for those ops, bf16, to $OUT/peers.csv).
+#   PEERS=op,op (PyTorch eager/compile rows for those ops, bf16, to $OUT/peers.csv);
+#   SANITIZE=memcheck,synccheck,initcheck (scripts/sanitize.sh with those tools after the tests:
+#   summary in log.txt, reports in sanitize.tgz; racecheck needs KBENCH_CUDA_FLAGS=
+#   -DKBENCH_MAX_POLLS=4294967295 as well, and about ten minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/out}
@@ -45,6 +48,15 @@ if [[ ${SKIP_TESTS:-0} != 1 ]]; then
   step "tests"
   (cd build && ctest --output-on-failure -j4 --timeout 900) >"$out/tests.txt" 2>&1
   tail -25 "$out/tests.txt" | tee -a "$log"
+fi
+
+if [[ -n ${SANITIZE:-} ]]; then
+  step "compute-sanitizer: $SANITIZE"
+  OUT=$out/sanitize TOOLS="${SANITIZE//,/ }" JOBS=10 bash scripts/sanitize.sh build/kbench \
+    >/dev/null 2>&1
+  echo "sanitize.sh: exit $?" | tee -a "$log"
+  tee -a "$log" <"$out/sanitize/sanitize.txt"
+  tar czf "$out/sanitize.tgz" -C "$out" sanitize && rm -rf "$out/sanitize"
 fi
 
 step "calibrate"
