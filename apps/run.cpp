@@ -32,6 +32,7 @@ struct RunCommandOptions {
   std::string baseline;                  // gate this run against a baseline CSV
   std::string threshold = "5";
   std::vector<std::string> inject_slowdown;  // test-only: IMPL=PCT
+  bool check_once = false;               // no second checked launch
 };
 
 // Collects the run's rows for the --baseline gate.
@@ -100,6 +101,12 @@ void add_output_options(CLI::App* cmd, RunCommandOptions& o) {
                   "(to prove the gate catches it)")->group("Testing");
 }
 
+void add_check_once_flag(CLI::App* cmd, RunCommandOptions& o) {
+  cmd->add_flag("--check-once", o.check_once,
+                "Check each point on its first launch only (default: also on a later launch, "
+                "after the timed ones in `run`, the next one in `check`)");
+}
+
 std::unique_ptr<Reporter> terminal_reporter(const std::string& format, bool with_timing) {
   if (format == "table") return std::make_unique<ConsoleTable>(std::cout, with_timing);
   if (format == "csv") return std::make_unique<CsvWriter>("/dev/stdout");
@@ -114,6 +121,7 @@ int execute(const RunCommandOptions& o, bool measure) {
   RunOptions options;
   resolve_selection(o.selection, options);  // exit 2 here, before any GPU call
   options.measure = measure;
+  options.recheck = !o.check_once;
   options.timing = o.timing;
   options.timing.cold_l2 = o.l2 == "cold";
   options.ceilings_path = o.ceilings;
@@ -167,6 +175,7 @@ void setup_run(CLI::App& app, int& exit_code) {
   add_selection_options(cmd, o->selection);
   add_timing_options(cmd, *o);
   add_output_options(cmd, *o);
+  add_check_once_flag(cmd, *o);
   cmd->callback([o, &exit_code] { exit_code = execute(*o, true); });
 }
 
@@ -178,6 +187,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", o->json, "Also write the rows as JSON to this path");
   cmd->add_option("--format", o->format, "Terminal output: table | csv | json | none")
       ->check(CLI::IsMember({"table", "csv", "json", "none"}))->capture_default_str();
+  add_check_once_flag(cmd, *o);
   cmd->callback([o, &exit_code] { exit_code = execute(*o, false); });
 }
 

@@ -1,6 +1,6 @@
 // The sweep: for every device x op x dtype x shape, draw inputs and compute the float64
-// reference once, then for every impl poison the outputs, launch, check, and (for `run`)
-// time. Each row goes to the reporter as soon as it exists.
+// reference once, then for every impl poison the outputs, launch, check, (for `run`) time, and
+// check again on a later launch. Each row goes to the reporter as soon as it exists.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -22,6 +22,8 @@ struct RunOptions {
   SweepLevel sweep = SweepLevel::standard;
   std::vector<int> devices = {0};
   bool measure = true;             // false: correctness only (`kbench check`)
+  bool recheck = true;             // check again on a later launch: after the timed ones, or
+                                   // (correctness only) the next one
   TimingOptions timing;
   uint64_t seed = 0x6b62656e6368ull;
   InputValues values = InputValues::normal;  // --values: what edge_values tensors hold

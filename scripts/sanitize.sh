@@ -16,6 +16,7 @@
 # Under racecheck a block's shared-memory accesses run thousands of times slower, and blocks that
 # wait for others (grid rows, the backwards' grid barrier) give up after 2^22 polls: build with
 # -DKBENCH_MAX_POLLS=4294967295 (kernels/common/grid_sums.h) for it.
+# One launch per point (`--check-once`): a second repeats the same accesses, at twice the time.
 # Exit status: 0 when every run finished clean, 1 when a tool reported an error, a check failed
 # or a run hit its limit (or the probes below did not build or say a tool does not work), 2 when
 # the tools are missing.
@@ -53,7 +54,7 @@ sanitize_one() {
   local report=$SANITIZE_OUT/sanitize-$tool-$op.txt rows=$SANITIZE_OUT/sanitize-$tool-$op.csv
   local start=$SECONDS
   timeout "$LIMIT_S" "$SANITIZER" --tool "$tool" --error-exitcode 9 --print-limit 20 \
-    "$KBENCH" check "$op" --dtype "$DTYPES" --shape "$SHAPES" --values "$VALUES" \
+    "$KBENCH" check "$op" --check-once --dtype "$DTYPES" --shape "$SHAPES" --values "$VALUES" \
     --csv "$rows" --format none >"$report" 2>&1
   local rc=$? verdict
   case $rc in

@@ -35,6 +35,7 @@ grep -q ',skip,' "$tmp/a.csv" || fail "no skip row for 4096x99999999999"
 grep -q '256x1024.*,pass,' "$tmp/a.csv" || fail "no pass row after the skipped point"
 
 "$kbench" check rmsnorm rmsnorm_bwd --shape 7x4097 || fail "check exit $?"
+"$kbench" check rmsnorm --shape 7x4097 --check-once || fail "check --check-once exit $?"
 "$kbench" run rmsnorm --impl v1_naive --dtype fp32 --shape 1024x1024 --l2 hot --samples 5 \
   --no-csv --json "$tmp/r.json" --gbench-json "$tmp/gb.json" || fail "run --l2 hot"
 python3 -m json.tool "$tmp/r.json" >/dev/null || fail "--json output is not JSON"

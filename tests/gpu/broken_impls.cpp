@@ -1,5 +1,7 @@
 // Test-only rmsnorm impls that must fail the check: they run the real v1_naive and then
-// damage the last output element. Registered only in the GPU test program.
+// damage the last output element (test_right_once only from its second launch on: a kernel
+// whose state from earlier launches breaks it, which only the check after timing sees).
+// Registered only in the GPU test program.
 #include <vector>
 
 #include "harness/registry.h"
@@ -33,11 +35,22 @@ void unwritten_last(const LaunchArgs& args) {
   KB_GPU_CHECK(gpuMemset(last_element(args), 0xff, dtype_size(args.dtype)));
 }
 
+int right_once_launches = 0;
+
+// Right on its first launch since reset_test_right_once(), then unwritten_last.
+void right_once(const LaunchArgs& args) {
+  if (right_once_launches++ == 0) return run_real(args);
+  unwritten_last(args);
+}
+
 }  // namespace
+
+void reset_test_right_once() { right_once_launches = 0; }
 
 KBENCH_REGISTER(broken_impls) {
   register_impl("rmsnorm", "test_off_by_one_last").launch(off_by_one_last).note("test only");
   register_impl("rmsnorm", "test_unwritten_last").launch(unwritten_last).note("test only");
+  register_impl("rmsnorm", "test_right_once").launch(right_once).note("test only");
 }
 
 }  // namespace kbench

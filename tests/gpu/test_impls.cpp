@@ -11,6 +11,9 @@
 #include "tests/gpu/gpu_main.h"
 
 namespace kbench {
+
+void reset_test_right_once();  // tests/gpu/broken_impls.cpp
+
 namespace {
 
 uint64_t fresh_seed() {
@@ -174,6 +177,32 @@ TEST(BrokenImpls, AreCaught) {
         ASSERT_EQ(rows.rows.size(), 1u);
         EXPECT_EQ(rows.rows[0].status, "fail") << name << " " << dtype_name(t) << " " << shape_to_string(s);
       }
+}
+
+// And the check on a later launch: test_right_once is right on its first launch only, so it
+// passes when each point is checked once and fails on the second launch (`kbench check`) or
+// after the timed launches (`kbench run`).
+TEST(BrokenImpls, WrongOnALaterLaunchIsCaught) {
+  struct Mode {
+    bool recheck, measure;
+    const char* status;
+    const char* note;
+  };
+  for (const Mode& mode : {Mode{false, false, "pass", ""}, Mode{true, false, "fail", "on a second launch: y:"},
+                           Mode{true, true, "fail", "after timing: y:"}}) {
+    reset_test_right_once();
+    RunOptions o = options_for({"rmsnorm", DType::bf16, Shape{7, 4097}}, {"test_right_once"}).front();
+    o.recheck = mode.recheck;
+    o.measure = mode.measure;
+    o.auto_calibrate = false;
+    o.timing.samples = 3;
+    Collect rows;
+    run_sweep(o, rows);
+    ASSERT_EQ(rows.rows.size(), 1u);
+    const ResultRow& r = rows.rows[0];
+    EXPECT_EQ(r.status, mode.status) << "recheck " << mode.recheck << " measure " << mode.measure << ": " << r.note;
+    EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
+  }
 }
 
 }  // namespace
