@@ -6,7 +6,8 @@
 # Environment:
 #   KBENCH_CUDA_ARCHS (default 90); KBENCH_CUDA_FLAGS (extra nvcc flags: a lab knob's build
 #   through the SASS check and the tests, e.g. -DKBENCH_ASYNC_EVICT_LAST=0);
-#   SWEEP (default: default); SKIP_SWEEP=1; SKIP_TESTS=1 (builds kbench alone);
+#   SWEEP (default: default); SWEEP_ARGS (more `kbench run` options, e.g. "--target-ms 2");
+#   SKIP_SWEEP=1; SKIP_TESTS=1 (builds kbench alone);
 #   SKIP_TORCH=1 (no PyTorch copy rate); SKIP_SASS=1 (no scripts/sass_desc_check.py);
 #   GATE=1 (also run scripts/gate-evidence.sh for the regression gate);
 #   PEERS=op,op (PyTorch eager/compile rows for those ops, bf16, to $OUT/peers.csv);
@@ -66,7 +67,8 @@ step "calibrate"
 
 if [[ ${SKIP_SWEEP:-0} != 1 ]]; then
   step "sweep ${ops[*]}"
-  ./build/kbench run "${ops[@]}" --sweep "${SWEEP:-default}" --csv "$out/sweep.csv" \
+  read -r -a sweep_args <<<"${SWEEP_ARGS:-}"
+  ./build/kbench run "${ops[@]}" --sweep "${SWEEP:-default}" "${sweep_args[@]}" --csv "$out/sweep.csv" \
     --gbench-json "$out/gbench.json" --format table 2>&1 | tee "$out/sweep.txt" | tail -40
 fi
 if [[ -n ${PEERS:-} ]]; then
