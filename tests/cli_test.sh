@@ -24,6 +24,7 @@ expect() {
 
 expect 0 "Subcommands" --help
 for cmd in list devices calibrate run check compare; do expect 0 "Usage" "$cmd" --help; done
+for cmd in run check; do expect 0 "--check-once" "$cmd" --help; done
 expect 2 "" # no subcommand
 expect 2 "nosuch" nosuch
 expect 0 "rmsnorm" list
