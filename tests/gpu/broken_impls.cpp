@@ -1,6 +1,6 @@
 // Test-only rmsnorm impls that must fail the check: they run the real v1_naive and then
 // damage the last output element (test_right_once only from its second launch on: a kernel
-// whose state from earlier launches breaks it, which only the check after timing sees).
+// broken by the state its earlier launches left, which only a check on a later launch sees).
 // Registered only in the GPU test program.
 #include <vector>
 
