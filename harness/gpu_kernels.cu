@@ -132,7 +132,6 @@ struct StagedCopy {
                                    const Vec16<bf16_t> (&in)[1], const Held&, const Stats&, Acc&) {
     store_vec(p.dst + row * p.cols + col, in[0]);
   }
-  static bf16_t* col_grad(const Params&, int) { return nullptr; }
 };
 
 // Never launched: the kernel whose clusters resident_clusters counts.

@@ -33,7 +33,8 @@
 //   add_sums_restage(round, sums, in, held, stats, p, row, col)  add_sums that also makes that
 //                                               output, stores it and returns it, and
 //   store_restaged(p, row, col, in, held, stats, acc)  store_out with in[0] that output
-//   col_grad(p, g)                              where column gradient g goes
+//   col_grad(p, g)                              where column gradient g goes (needed only
+//                                               where kColGrads > 0)
 //   kClusterTeam  (optional)                    threads per row in a block of a cluster, if not
 //                                               KBENCH_CLUSTER_TEAM (staged_config.h)
 //   kGridRows  (optional)                       rows over several blocks as grid rows (true)
