@@ -346,15 +346,15 @@ class SweepRunner {
     if (!m.note.empty()) row.note += (row.note.empty() ? "" : "; ") + m.note;
   }
 
-  struct CheckedLaunch {
+  struct CheckVerdict {
     CheckResult result;
     std::string why;  // "; "-joined failure lines, one per failing output
   };
 
   // Poisons every output with NaN, launches once and compares each output with the reference.
-  CheckedLaunch launch_and_check(const OpDescriptor& op, const ImplDescriptor& impl, DType t,
-                                 const Shape& s, const PointData& data,
-                                 std::vector<DeviceBuffer>& outputs, const LaunchArgs& args) const {
+  CheckVerdict launch_and_check(const OpDescriptor& op, const ImplDescriptor& impl, DType t,
+                                const Shape& s, const PointData& data,
+                                std::vector<DeviceBuffer>& outputs, const LaunchArgs& args) const {
     gpuStream_t stream = device_->stream;
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       const DType ot = tensor_dtype(op.outputs[i], t);
@@ -368,17 +368,17 @@ class SweepRunner {
 
   // A check's verdict into a row not yet checked, or one whose earlier check passed: status,
   // errors (a later check's only when it fails, so the row shows what went wrong) and note.
-  void record_check(ResultRow& row, const CheckedLaunch& checked, const std::string& when) const {
+  void record_check(ResultRow& row, const CheckVerdict& verdict, const std::string& when) const {
     const bool first = row.status.empty();
-    row.status = checked.result.pass ? "pass" : "fail";
-    if (checked.result.pass && !first) return;
-    row.max_abs_err = checked.result.max_abs_err;
-    row.max_rel_err = checked.result.max_rel_err;
-    row.rel_l2_err = checked.result.rel_l2_err;
-    if (checked.result.pass) return;
-    row.note += (row.note.empty() ? "" : "; ") + when + checked.why;
+    row.status = verdict.result.pass ? "pass" : "fail";
+    if (verdict.result.pass && !first) return;
+    row.max_abs_err = verdict.result.max_abs_err;
+    row.max_rel_err = verdict.result.max_rel_err;
+    row.rel_l2_err = verdict.result.rel_l2_err;
+    if (verdict.result.pass) return;
+    row.note += (row.note.empty() ? "" : "; ") + when + verdict.why;
     if (options_.verbose)
-      std::cerr << "kbench: " << row.op << "/" << row.impl << " " << when << checked.why << "\n";
+      std::cerr << "kbench: " << row.op << "/" << row.impl << " " << when << verdict.why << "\n";
   }
 
   // The impl's launch, plus (test-only, --inject-slowdown) a read of extra bytes.
@@ -397,9 +397,9 @@ class SweepRunner {
     };
   }
 
-  CheckedLaunch check_outputs(const OpDescriptor& op, DType t, const Shape& s, const PointData& data,
-                              const std::vector<DeviceBuffer>& outputs) const {
-    CheckedLaunch checked;
+  CheckVerdict check_outputs(const OpDescriptor& op, DType t, const Shape& s, const PointData& data,
+                             const std::vector<DeviceBuffer>& outputs) const {
+    CheckVerdict verdict;
     std::vector<CheckResult> parts;
     std::vector<unsigned char> host;
     for (size_t i = 0; i < op.outputs.size(); ++i) {
@@ -410,11 +410,11 @@ class SweepRunner {
       parts.push_back(check_output(host.data(), ot, data.reference[i], op.tolerance(i, t, s),
                                    &data.atol_scales[i]));
       if (!parts.back().pass)
-        checked.why += (checked.why.empty() ? "" : "; ") +
+        verdict.why += (verdict.why.empty() ? "" : "; ") +
                        describe_failure(op.outputs[i].name, parts.back(), numel);
     }
-    checked.result = combine(parts);
-    return checked;
+    verdict.result = combine(parts);
+    return verdict;
   }
 
   const RunOptions& options_;
