@@ -139,6 +139,13 @@ std::string fmt(double v) {
   return buf;
 }
 
+// Enough digits to tell any two floats apart (every output dtype is exact as a float).
+std::string fmt_exact(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
 }  // namespace
 
 CheckResult check_output(const void* out, DType t, const std::vector<double>& ref,
@@ -207,6 +214,30 @@ std::string describe_failure(const std::string& output_name, const CheckResult& 
   return output_name + ": " + std::to_string(r.bad_count) + " of " + std::to_string(numel) +
          " elements out of tolerance, first at " + std::to_string(r.first_bad) + ": got " +
          fmt(r.first_bad_out) + ", want " + fmt(r.first_bad_ref);
+}
+
+BitwiseDiff bitwise_diff(const void* first_launch, const void* later_launch, size_t numel, DType t) {
+  const size_t size = dtype_size(t);
+  const auto* a = static_cast<const unsigned char*>(first_launch);
+  const auto* b = static_cast<const unsigned char*>(later_launch);
+  BitwiseDiff d;
+  if (numel == 0 || std::memcmp(a, b, numel * size) == 0) return d;
+  for (size_t i = 0; i < numel; ++i) {
+    if (std::memcmp(a + i * size, b + i * size, size) == 0) continue;
+    if (d.count++ == 0) d.first = i;
+  }
+  return d;
+}
+
+std::string describe_bitwise_diff(const std::string& output_name, const BitwiseDiff& d,
+                                  size_t numel, const void* first_launch, const void* later_launch,
+                                  DType t) {
+  std::string line = output_name + ": " + std::to_string(d.count) + " of " + std::to_string(numel) +
+                     " elements not bit for bit the first launch's";
+  if (d.count == 0) return line;
+  return line + ", first at " + std::to_string(d.first) + ": " +
+         fmt_exact(load_as_double(first_launch, t, d.first)) + ", then " +
+         fmt_exact(load_as_double(later_launch, t, d.first));
 }
 
 }  // namespace kbench

@@ -36,4 +36,19 @@ CheckResult combine(const std::vector<CheckResult>& parts);
 std::string describe_failure(const std::string& output_name, const CheckResult& r,
                              size_t numel);
 
+// Where two launches' copies of one output (numel elements of dtype t each) differ bit for bit:
+// how many elements, and the first. Bits, not values: -0 against +0, or NaNs of different
+// payloads, differ too.
+struct BitwiseDiff {
+  size_t count = 0;
+  size_t first = 0;  // index of the first differing element (when count > 0)
+};
+BitwiseDiff bitwise_diff(const void* first_launch, const void* later_launch, size_t numel, DType t);
+
+// One line for an output that differs: "y: 1 of 4096 elements not bit for bit the first
+// launch's, first at 17: 0.25, then 0.25390625" (values to 9 digits: floats told apart).
+std::string describe_bitwise_diff(const std::string& output_name, const BitwiseDiff& d,
+                                  size_t numel, const void* first_launch, const void* later_launch,
+                                  DType t);
+
 }  // namespace kbench

@@ -1,5 +1,6 @@
 // The correctness check: the tolerance rule at its boundary, NaN and poison detection,
-// infinities, the error norms on closed-form cases, and the multi-threaded path.
+// infinities, the error norms on closed-form cases, and the multi-threaded path. And the
+// comparison of two launches' outputs bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -109,6 +110,46 @@ TEST(Check, DescribeFailure) {
   const CheckResult r = check({0.25, 0.25, kNan, 0.25}, {0.25, 0.25, 0.25, 0.25});
   EXPECT_EQ(describe_failure("y", r, 4),
             "y: 1 of 4 elements out of tolerance, first at 2: got nan, want 0.25");
+}
+
+// Two launches' outputs compared as bits: equal values are the same, and so never differ;
+// values one ulp apart, -0 and +0, and NaNs of different payloads do, in every dtype.
+TEST(Check, BitwiseDiffCountsElementsThatDifferInAnyBit) {
+  for (DType t : kAllDTypes) {
+    const std::vector<double> values = {0.25, -1.5, 0.0, 3.0, 7.0};
+    const auto first = device_like(values, t);
+    EXPECT_EQ(bitwise_diff(first.data(), first.data(), values.size(), t).count, 0u) << dtype_name(t);
+    auto later = first;
+    store_from_double(later.data(), t, 2, -0.0);  // -0 == +0 as values, not as bits
+    const BitwiseDiff d = bitwise_diff(first.data(), later.data(), values.size(), t);
+    EXPECT_EQ(d.count, 1u) << dtype_name(t);
+    EXPECT_EQ(d.first, 2u) << dtype_name(t);
+    // One ulp up at element 1 and element 4: two elements, the first still 1.
+    store_from_double(later.data(), t, 2, 0.0);
+    const size_t size = dtype_size(t);
+    auto* bytes = reinterpret_cast<unsigned char*>(later.data());
+    bytes[1 * size] ^= 1;  // the lowest bit (little-endian)
+    bytes[4 * size] ^= 1;
+    const BitwiseDiff two = bitwise_diff(first.data(), later.data(), values.size(), t);
+    EXPECT_EQ(two.count, 2u) << dtype_name(t);
+    EXPECT_EQ(two.first, 1u) << dtype_name(t);
+    // Only the first numel elements count.
+    EXPECT_EQ(bitwise_diff(first.data(), later.data(), 1, t).count, 0u) << dtype_name(t);
+  }
+  // NaNs of different payloads.
+  const std::vector<uint32_t> nan_a = {0x7fc00000u}, nan_b = {0x7fc00001u};
+  EXPECT_EQ(bitwise_diff(nan_a.data(), nan_b.data(), 1, DType::f32).count, 1u);
+  EXPECT_EQ(bitwise_diff(nan_a.data(), nan_a.data(), 1, DType::f32).count, 0u);
+  EXPECT_EQ(bitwise_diff(nan_a.data(), nan_b.data(), 0, DType::f32).count, 0u);
+}
+
+TEST(Check, DescribeBitwiseDiff) {
+  const std::vector<float> first = {1.0f, 0.25f}, later = {1.0f, std::nextafter(0.25f, 1.0f)};
+  const BitwiseDiff d = bitwise_diff(first.data(), later.data(), 2, DType::f32);
+  // Nine digits tell the two floats apart.
+  EXPECT_EQ(describe_bitwise_diff("dx", d, 2, first.data(), later.data(), DType::f32),
+            "dx: 1 of 2 elements not bit for bit the first launch's, first at 1: 0.25, then "
+            "0.25000003");
 }
 
 TEST(Check, InfinityHandling) {
