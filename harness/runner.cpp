@@ -228,7 +228,10 @@ class SweepRunner {
     const double device_free = static_cast<double>(device_free_bytes());
     if (device_need > 0.95 * device_free)
       return "needs " + gigabytes(device_need) + " of GPU memory, " + gigabytes(device_free) + " free";
-    const double host_need = total_bytes(op.inputs, *in, t, true) + total_bytes(op.outputs, *out, t, true);
+    // A second check keeps the first launch's outputs beside the later launch's.
+    const double host_need = total_bytes(op.inputs, *in, t, true) +
+                             total_bytes(op.outputs, *out, t, true) +
+                             (options_.recheck ? total_bytes(op.outputs, *out, t, false) : 0);
     if (host_need > 0.8 * physical_memory_bytes())
       return "reference needs " + gigabytes(host_need) + " of host memory, " +
              gigabytes(physical_memory_bytes()) + " installed";
@@ -323,15 +326,22 @@ class SweepRunner {
     args.stream = stream;
 
     // Correctness: poison every output with NaN, launch once, compare with the reference.
-    record_check(row, launch_and_check(op, impl, t, s, data, outputs, args), "");
+    OutputBytes first_launch;  // kept for the second check
+    record_check(row, launch_and_check(op, impl, t, s, data, outputs, args, first_launch), "");
     if (options_.measure) measure_into(row, op, impl, t, s, args);
 
     // Checked again on a later launch (after the timed ones in `run`): the number is only worth
     // having, and the kernel only right, if it is still right in the state earlier launches
     // left behind (workspace, grid-sum epochs, row-claim counters), not only on a fresh one.
-    if (options_.recheck && row.status == "pass")
-      record_check(row, launch_and_check(op, impl, t, s, data, outputs, args),
-                   options_.measure ? "after timing: " : "on a second launch: ");
+    // And bit for bit what the first launch wrote: every impl sums in a fixed order, so the
+    // same inputs give the same bits on every launch; one that does not (a race, a sum in
+    // arrival order) may still be within tolerance on both.
+    if (options_.recheck && row.status == "pass") {
+      OutputBytes later_launch;
+      CheckVerdict verdict = launch_and_check(op, impl, t, s, data, outputs, args, later_launch);
+      if (verdict.result.pass) compare_launches(op, t, data, first_launch, later_launch, verdict);
+      record_check(row, verdict, options_.measure ? "after timing: " : "on a second launch: ");
+    }
   }
 
   void measure_into(ResultRow& row, const OpDescriptor& op, const ImplDescriptor& impl, DType t,
@@ -351,10 +361,14 @@ class SweepRunner {
     std::string why;  // "; "-joined failure lines, one per failing output
   };
 
-  // Poisons every output with NaN, launches once and compares each output with the reference.
+  using OutputBytes = std::vector<std::vector<unsigned char>>;  // each output, as downloaded
+
+  // Poisons every output with NaN, launches once and compares each output with the reference;
+  // the outputs' bytes are left in `downloaded`.
   CheckVerdict launch_and_check(const OpDescriptor& op, const ImplDescriptor& impl, DType t,
                                 const Shape& s, const PointData& data,
-                                std::vector<DeviceBuffer>& outputs, const LaunchArgs& args) const {
+                                std::vector<DeviceBuffer>& outputs, const LaunchArgs& args,
+                                OutputBytes& downloaded) const {
     gpuStream_t stream = device_->stream;
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       const DType ot = tensor_dtype(op.outputs[i], t);
@@ -363,7 +377,23 @@ class SweepRunner {
     }
     impl.launch(args);
     KB_GPU_CHECK(gpuStreamSynchronize(stream));
-    return check_outputs(op, t, s, data, outputs);
+    return check_outputs(op, t, s, data, outputs, downloaded);
+  }
+
+  // A later launch's outputs against the first's, bit for bit: a difference fails the verdict.
+  void compare_launches(const OpDescriptor& op, DType t, const PointData& data,
+                        const OutputBytes& first, const OutputBytes& later,
+                        CheckVerdict& verdict) const {
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      const DType ot = tensor_dtype(op.outputs[i], t);
+      const size_t numel = static_cast<size_t>(data.output_sizes[i]);
+      const BitwiseDiff d = bitwise_diff(first[i].data(), later[i].data(), numel, ot);
+      if (d.count == 0) continue;
+      verdict.result.pass = false;
+      verdict.why += (verdict.why.empty() ? "" : "; ") +
+                     describe_bitwise_diff(op.outputs[i].name, d, numel, first[i].data(),
+                                           later[i].data(), ot);
+    }
   }
 
   // A check's verdict into a row not yet checked, or one whose earlier check passed: status,
@@ -398,13 +428,15 @@ class SweepRunner {
   }
 
   CheckVerdict check_outputs(const OpDescriptor& op, DType t, const Shape& s, const PointData& data,
-                             const std::vector<DeviceBuffer>& outputs) const {
+                             const std::vector<DeviceBuffer>& outputs,
+                             OutputBytes& downloaded) const {
     CheckVerdict verdict;
     std::vector<CheckResult> parts;
-    std::vector<unsigned char> host;
+    downloaded.resize(op.outputs.size());
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       const DType ot = tensor_dtype(op.outputs[i], t);
       const size_t numel = static_cast<size_t>(data.output_sizes[i]);
+      std::vector<unsigned char>& host = downloaded[i];
       host.resize(numel * dtype_size(ot));
       outputs[i].download(host.data(), host.size());
       parts.push_back(check_output(host.data(), ot, data.reference[i], op.tolerance(i, t, s),

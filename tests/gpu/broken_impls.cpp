@@ -1,6 +1,8 @@
 // Test-only rmsnorm impls that must fail the check: they run the real v1_naive and then
 // damage the last output element (test_right_once only from its second launch on: a kernel
-// broken by the state its earlier launches left, which only a check on a later launch sees).
+// broken by the state its earlier launches left, which only a check on a later launch sees;
+// test_unsteady from its second launch on too, but by one ulp, within tolerance: a kernel
+// whose bits change from launch to launch, which only the launches' bitwise comparison sees).
 // Registered only in the GPU test program.
 #include <vector>
 
@@ -35,22 +37,39 @@ void unwritten_last(const LaunchArgs& args) {
   KB_GPU_CHECK(gpuMemset(last_element(args), 0xff, dtype_size(args.dtype)));
 }
 
-int right_once_launches = 0;
+// Flips the lowest bit of the last element: one ulp off, within every rmsnorm tolerance
+// (2.5 ulp and more), so the value check passes it.
+void one_ulp_last(const LaunchArgs& args) {
+  run_real(args);
+  unsigned char low = 0;  // the element's lowest byte (little-endian)
+  KB_GPU_CHECK(gpuMemcpy(&low, last_element(args), 1, gpuMemcpyDeviceToHost));
+  low ^= 1;
+  KB_GPU_CHECK(gpuMemcpy(last_element(args), &low, 1, gpuMemcpyHostToDevice));
+}
 
-// Right on its first launch since reset_test_right_once(), then unwritten_last.
+int later_launches = 0;  // launches of the two impls below since reset_test_later_launches()
+
+// Right on its first launch, then unwritten_last.
 void right_once(const LaunchArgs& args) {
-  if (right_once_launches++ == 0) return run_real(args);
+  if (later_launches++ == 0) return run_real(args);
   unwritten_last(args);
+}
+
+// Right on every launch, but not bitwise the first launch's from the second on.
+void unsteady(const LaunchArgs& args) {
+  if (later_launches++ == 0) return run_real(args);
+  one_ulp_last(args);
 }
 
 }  // namespace
 
-void reset_test_right_once() { right_once_launches = 0; }
+void reset_test_later_launches() { later_launches = 0; }
 
 KBENCH_REGISTER(broken_impls) {
   register_impl("rmsnorm", "test_off_by_one_last").launch(off_by_one_last).note("test only");
   register_impl("rmsnorm", "test_unwritten_last").launch(unwritten_last).note("test only");
   register_impl("rmsnorm", "test_right_once").launch(right_once).note("test only");
+  register_impl("rmsnorm", "test_unsteady").launch(unsteady).note("test only");
 }
 
 }  // namespace kbench

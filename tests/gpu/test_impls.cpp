@@ -12,7 +12,7 @@
 
 namespace kbench {
 
-void reset_test_right_once();  // tests/gpu/broken_impls.cpp
+void reset_test_later_launches();  // tests/gpu/broken_impls.cpp
 
 namespace {
 
@@ -179,30 +179,54 @@ TEST(BrokenImpls, AreCaught) {
       }
 }
 
+// One point of a test-only impl that changes from its second launch on, checked once or twice
+// (`kbench check`; with `measure`, `kbench run`, the second check after the timed launches).
+ResultRow run_later_launch_impl(const std::string& impl, DType t, bool recheck, bool measure) {
+  reset_test_later_launches();
+  RunOptions o = options_for({"rmsnorm", t, Shape{7, 4097}}, {impl}).front();
+  o.recheck = recheck;
+  o.measure = measure;
+  o.auto_calibrate = false;
+  o.timing.samples = 3;
+  Collect rows;
+  run_sweep(o, rows);
+  EXPECT_EQ(rows.rows.size(), 1u);
+  return rows.rows.empty() ? ResultRow{} : rows.rows[0];
+}
+
+struct LaterLaunchMode {
+  bool recheck, measure;
+  const char* status;
+  const char* note;  // in the row's note
+};
+
 // And the check on a later launch: test_right_once is right on its first launch only, so it
-// passes when each point is checked once and fails on the second launch (`kbench check`) or
-// after the timed launches (`kbench run`).
+// passes when each point is checked once and fails on the second launch or after timing.
 TEST(BrokenImpls, WrongOnALaterLaunchIsCaught) {
-  struct Mode {
-    bool recheck, measure;
-    const char* status;
-    const char* note;
-  };
-  for (const Mode& mode : {Mode{false, false, "pass", ""}, Mode{true, false, "fail", "on a second launch: y:"},
-                           Mode{true, true, "fail", "after timing: y:"}}) {
-    reset_test_right_once();
-    RunOptions o = options_for({"rmsnorm", DType::bf16, Shape{7, 4097}}, {"test_right_once"}).front();
-    o.recheck = mode.recheck;
-    o.measure = mode.measure;
-    o.auto_calibrate = false;
-    o.timing.samples = 3;
-    Collect rows;
-    run_sweep(o, rows);
-    ASSERT_EQ(rows.rows.size(), 1u);
-    const ResultRow& r = rows.rows[0];
+  for (const LaterLaunchMode& mode :
+       {LaterLaunchMode{false, false, "pass", ""}, LaterLaunchMode{true, false, "fail", "on a second launch: y:"},
+        LaterLaunchMode{true, true, "fail", "after timing: y:"}}) {
+    const ResultRow r = run_later_launch_impl("test_right_once", DType::bf16, mode.recheck, mode.measure);
     EXPECT_EQ(r.status, mode.status) << "recheck " << mode.recheck << " measure " << mode.measure << ": " << r.note;
     EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
   }
+}
+
+// And bitwise: test_unsteady is within tolerance on every launch but one ulp off its first
+// launch's bits from the second on. Only the comparison of the two launches catches it: the
+// failing note names no tolerance, and the row's errors are the second launch's (within it).
+TEST(BrokenImpls, BitsThatChangeFromLaunchToLaunchAreCaught) {
+  for (DType t : kAllDTypes)
+    for (const LaterLaunchMode& mode :
+         {LaterLaunchMode{false, false, "pass", ""},
+          LaterLaunchMode{true, false, "fail", "on a second launch: y: 1 of 28679 elements not bit for bit"},
+          LaterLaunchMode{true, true, "fail", "after timing: y: 1 of 28679 elements not bit for bit"}}) {
+      const ResultRow r = run_later_launch_impl("test_unsteady", t, mode.recheck, mode.measure);
+      EXPECT_EQ(r.status, mode.status) << dtype_name(t) << " recheck " << mode.recheck << ": " << r.note;
+      EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
+      EXPECT_EQ(r.note.find("tolerance"), std::string::npos) << r.note;
+      EXPECT_GT(r.max_abs_err, 0) << dtype_name(t);  // a real check ran, of rounded outputs
+    }
 }
 
 }  // namespace
