@@ -78,6 +78,8 @@ double total_bytes(const std::vector<TensorSpec>& specs, const std::vector<int64
 struct PointData {
   std::vector<HostTensor> inputs;
   std::vector<DeviceBuffer> device_inputs;
+  // Other values of the same inputs (another seed), for the launch before a second check.
+  std::vector<DeviceBuffer> other_device_inputs;
   std::vector<std::vector<double>> reference;  // one per output
   std::vector<std::vector<double>> atol_scales;  // one per output; empty: factor 1
   std::vector<int64_t> output_sizes;
@@ -223,7 +225,8 @@ class SweepRunner {
     auto in = tensor_sizes(op.inputs, s);
     auto out = tensor_sizes(op.outputs, s);
     if (!in || !out) return "shape " + shape_to_string(s) + " too large: element count overflows";
-    const double device_need = total_bytes(op.inputs, *in, t, false) +
+    // A second check needs the inputs twice (other values for the launch before it).
+    const double device_need = total_bytes(op.inputs, *in, t, false) * (options_.recheck ? 2 : 1) +
                                total_bytes(op.outputs, *out, t, false);
     const double device_free = static_cast<double>(device_free_bytes());
     if (device_need > 0.95 * device_free)
@@ -248,6 +251,15 @@ class SweepRunner {
                                      options_.values));
       p.device_inputs.emplace_back(p.inputs.back().bytes.size());
       p.device_inputs.back().upload(p.inputs.back().bytes.data(), p.inputs.back().bytes.size());
+    }
+    if (options_.recheck) {
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        const HostTensor other = make_input(op.inputs[i], t, s,
+                                            tensor_seed(options_.seed, op.name, t, s, op.inputs.size() + i),
+                                            options_.values);
+        p.other_device_inputs.emplace_back(other.bytes.size());
+        p.other_device_inputs.back().upload(other.bytes.data(), other.bytes.size());
+      }
     }
     for (const HostTensor& h : p.inputs) ref.inputs.push_back(&h.values);
     p.output_sizes = *tensor_sizes(op.outputs, s);
@@ -333,10 +345,13 @@ class SweepRunner {
     // Checked again on a later launch (after the timed ones in `run`): the number is only worth
     // having, and the kernel only right, if it is still right in the state earlier launches
     // left behind (workspace, grid-sum epochs, row-claim counters), not only on a fresh one.
-    // And bit for bit what the first launch wrote: every impl sums in a fixed order, so the
-    // same inputs give the same bits on every launch; one that does not (a race, a sum in
-    // arrival order) may still be within tolerance on both.
+    // The launch just before it runs on other values, so that state is not this input's: a
+    // kernel that reads what an earlier launch left where it should read its own would read
+    // the same values after launches on the same inputs. And bit for bit what the first launch
+    // wrote: every impl sums in a fixed order, so the same inputs give the same bits on every
+    // launch; one that does not (a race, a sum in arrival order) may still be within tolerance.
     if (options_.recheck && row.status == "pass") {
+      launch_on_other_inputs(impl, args, data);
       OutputBytes later_launch;
       CheckVerdict verdict = launch_and_check(op, impl, t, s, data, outputs, args, later_launch);
       if (verdict.result.pass) compare_launches(op, t, data, first_launch, later_launch, verdict);
@@ -362,6 +377,15 @@ class SweepRunner {
   };
 
   using OutputBytes = std::vector<std::vector<unsigned char>>;  // each output, as downloaded
+
+  // One launch on the point's other input values (unchecked: what it leaves behind is the point).
+  void launch_on_other_inputs(const ImplDescriptor& impl, const LaunchArgs& args,
+                              const PointData& data) const {
+    LaunchArgs other = args;
+    for (size_t i = 0; i < other.inputs.size(); ++i) other.inputs[i] = data.other_device_inputs[i].get();
+    impl.launch(other);
+    KB_GPU_CHECK(gpuStreamSynchronize(device_->stream));
+  }
 
   // Poisons every output with NaN, launches once and compares each output with the reference;
   // the outputs' bytes are left in `downloaded`.

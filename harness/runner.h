@@ -22,8 +22,9 @@ struct RunOptions {
   SweepLevel sweep = SweepLevel::standard;
   std::vector<int> devices = {0};
   bool measure = true;             // false: correctness only (`kbench check`)
-  bool recheck = true;             // check again on a later launch: after the timed ones, or
-                                   // (correctness only) the next one
+  bool recheck = true;             // check again on a later launch (after the timed ones, or
+                                   // correctness only, the first), preceded by one on other
+                                   // values; its outputs bit for bit the first launch's
   TimingOptions timing;
   uint64_t seed = 0x6b62656e6368ull;
   InputValues values = InputValues::normal;  // --values: what edge_values tensors hold

@@ -2,8 +2,11 @@
 // damage the last output element (test_right_once only from its second launch on: a kernel
 // broken by the state its earlier launches left, which only a check on a later launch sees;
 // test_unsteady from its second launch on too, but by one ulp, within tolerance: a kernel
-// whose bits change from launch to launch, which only the launches' bitwise comparison sees).
+// whose bits change from launch to launch, which only the launches' bitwise comparison sees;
+// test_stale writes its previous launch's outputs: right after launches on the same inputs,
+// so seen only where the launch before the second check ran on other values).
 // Registered only in the GPU test program.
+#include <utility>
 #include <vector>
 
 #include "harness/registry.h"
@@ -47,7 +50,7 @@ void one_ulp_last(const LaunchArgs& args) {
   KB_GPU_CHECK(gpuMemcpy(last_element(args), &low, 1, gpuMemcpyHostToDevice));
 }
 
-int later_launches = 0;  // launches of the two impls below since reset_test_later_launches()
+int later_launches = 0;  // launches of the impls below since reset_test_later_launches()
 
 // Right on its first launch, then unwritten_last.
 void right_once(const LaunchArgs& args) {
@@ -61,6 +64,18 @@ void unsteady(const LaunchArgs& args) {
   one_ulp_last(args);
 }
 
+// Its previous launch's y from its second launch on: what a kernel that reads an earlier
+// launch's state (a stale sum, a partial row) in place of its own would write.
+std::vector<unsigned char> previous_y;
+void stale(const LaunchArgs& args) {
+  run_real(args);
+  std::vector<unsigned char> y(args.shape.m * args.shape.n * dtype_size(args.dtype));
+  KB_GPU_CHECK(gpuMemcpy(y.data(), args.outputs[0], y.size(), gpuMemcpyDeviceToHost));
+  if (later_launches++ > 0 && previous_y.size() == y.size())
+    KB_GPU_CHECK(gpuMemcpy(args.outputs[0], previous_y.data(), y.size(), gpuMemcpyHostToDevice));
+  previous_y = std::move(y);
+}
+
 }  // namespace
 
 void reset_test_later_launches() { later_launches = 0; }
@@ -70,6 +85,7 @@ KBENCH_REGISTER(broken_impls) {
   register_impl("rmsnorm", "test_unwritten_last").launch(unwritten_last).note("test only");
   register_impl("rmsnorm", "test_right_once").launch(right_once).note("test only");
   register_impl("rmsnorm", "test_unsteady").launch(unsteady).note("test only");
+  register_impl("rmsnorm", "test_stale").launch(stale).note("test only");
 }
 
 }  // namespace kbench

@@ -212,6 +212,21 @@ TEST(BrokenImpls, WrongOnALaterLaunchIsCaught) {
   }
 }
 
+// And after a launch on other values: test_stale writes its previous launch's outputs, which
+// are right wherever the launches before were on the same inputs (every timed launch is). It
+// passes when each point is checked once, and fails the second check (out of tolerance: the
+// other values' outputs).
+TEST(BrokenImpls, StaleOutputsAreCaught) {
+  for (const LaterLaunchMode& mode :
+       {LaterLaunchMode{false, false, "pass", ""}, LaterLaunchMode{true, false, "fail", "on a second launch: y:"},
+        LaterLaunchMode{true, true, "fail", "after timing: y:"}}) {
+    const ResultRow r = run_later_launch_impl("test_stale", DType::bf16, mode.recheck, mode.measure);
+    EXPECT_EQ(r.status, mode.status) << "recheck " << mode.recheck << " measure " << mode.measure << ": " << r.note;
+    EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
+    if (mode.recheck) EXPECT_NE(r.note.find("out of tolerance"), std::string::npos) << r.note;
+  }
+}
+
 // And bitwise: test_unsteady is within tolerance on every launch but one ulp off its first
 // launch's bits from the second on. Only the comparison of the two launches catches it: the
 // failing note names no tolerance, and the row's errors are the second launch's (within it).
