@@ -104,8 +104,8 @@ void add_output_options(CLI::App* cmd, RunCommandOptions& o) {
 void add_check_once_flag(CLI::App* cmd, RunCommandOptions& o) {
   cmd->add_flag("--check-once", o.check_once,
                 "Check each point on its first launch only (default: also on a later launch, "
-                "after the timed ones in `run`, the next one in `check`, which must also "
-                "reproduce the first launch's outputs bit for bit)");
+                "after the timed ones in `run`, and after one launch on other input values; its "
+                "outputs bit for bit the first launch's)");
 }
 
 std::unique_ptr<Reporter> terminal_reporter(const std::string& format, bool with_timing) {
