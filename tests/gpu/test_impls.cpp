@@ -200,31 +200,21 @@ struct LaterLaunchMode {
   const char* note;  // in the row's note
 };
 
-// And the check on a later launch: test_right_once is right on its first launch only, so it
-// passes when each point is checked once and fails on the second launch or after timing.
+// And the check on a later launch: test_right_once is right on its first launch only;
+// test_stale writes its previous launch's outputs, which are right wherever the launch before
+// ran on the same inputs (every timed launch does), so it is caught only because the launch
+// before the second check runs on other values. Both pass when each point is checked once,
+// and fail, out of tolerance, on the second launch or after timing.
 TEST(BrokenImpls, WrongOnALaterLaunchIsCaught) {
-  for (const LaterLaunchMode& mode :
-       {LaterLaunchMode{false, false, "pass", ""}, LaterLaunchMode{true, false, "fail", "on a second launch: y:"},
-        LaterLaunchMode{true, true, "fail", "after timing: y:"}}) {
-    const ResultRow r = run_later_launch_impl("test_right_once", DType::bf16, mode.recheck, mode.measure);
-    EXPECT_EQ(r.status, mode.status) << "recheck " << mode.recheck << " measure " << mode.measure << ": " << r.note;
-    EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
-  }
-}
-
-// And after a launch on other values: test_stale writes its previous launch's outputs, which
-// are right wherever the launches before were on the same inputs (every timed launch is). It
-// passes when each point is checked once, and fails the second check (out of tolerance: the
-// other values' outputs).
-TEST(BrokenImpls, StaleOutputsAreCaught) {
-  for (const LaterLaunchMode& mode :
-       {LaterLaunchMode{false, false, "pass", ""}, LaterLaunchMode{true, false, "fail", "on a second launch: y:"},
-        LaterLaunchMode{true, true, "fail", "after timing: y:"}}) {
-    const ResultRow r = run_later_launch_impl("test_stale", DType::bf16, mode.recheck, mode.measure);
-    EXPECT_EQ(r.status, mode.status) << "recheck " << mode.recheck << " measure " << mode.measure << ": " << r.note;
-    EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
-    if (mode.recheck) EXPECT_NE(r.note.find("out of tolerance"), std::string::npos) << r.note;
-  }
+  for (const std::string impl : {"test_right_once", "test_stale"})
+    for (const LaterLaunchMode& mode :
+         {LaterLaunchMode{false, false, "pass", ""}, LaterLaunchMode{true, false, "fail", "on a second launch: y:"},
+          LaterLaunchMode{true, true, "fail", "after timing: y:"}}) {
+      const ResultRow r = run_later_launch_impl(impl, DType::bf16, mode.recheck, mode.measure);
+      EXPECT_EQ(r.status, mode.status) << impl << " recheck " << mode.recheck << " measure " << mode.measure << ": " << r.note;
+      EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
+      if (mode.recheck) EXPECT_NE(r.note.find("out of tolerance"), std::string::npos) << r.note;
+    }
 }
 
 // And bitwise: test_unsteady is within tolerance on every launch but one ulp off its first
