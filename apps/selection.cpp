@@ -27,6 +27,24 @@ std::vector<std::string> split(const std::string& text) {
   }
 }
 
+// Does `op` take a third extent K (a tensor of it spans K, as a GEMM's would)?
+bool takes_k(const OpDescriptor& op) {
+  const auto spans_k = [](const TensorSpec& t) { return t.extent.find('K') != std::string::npos; };
+  return std::any_of(op.inputs.begin(), op.inputs.end(), spans_k) ||
+         std::any_of(op.outputs.begin(), op.outputs.end(), spans_k);
+}
+
+// Every --shape has the extents each selected op takes: a K given to an op without one would be
+// ignored by its kernels yet recorded in its rows.
+void validate_shape_extents(const std::vector<const OpDescriptor*>& ops,
+                            const std::vector<Shape>& shapes) {
+  for (const OpDescriptor* op : ops)
+    for (const Shape& s : shapes)
+      if ((s.k != 0) != takes_k(*op))
+        throw UsageError("bad shape '" + shape_to_string(s) + "' for " + op->name + " (it takes " +
+                         (takes_k(*op) ? "MxNxK" : "MxN") + " shapes)");
+}
+
 SweepLevel parse_sweep(const std::string& name) {
   if (name == "quick") return SweepLevel::quick;
   if (name == "default") return SweepLevel::standard;
@@ -70,6 +88,7 @@ void resolve_selection(const Selection& s, RunOptions& out) {
   validate_impl_names(out.ops, out.impls);
   if (!s.dtypes.empty()) out.dtypes = parse_dtype_list(s.dtypes);
   if (!s.shapes.empty()) out.shapes = parse_shape_list(s.shapes);
+  validate_shape_extents(out.ops, out.shapes);
   out.sweep = parse_sweep(s.sweep);
   validate_device_syntax(s.device);
   out.seed = s.seed;

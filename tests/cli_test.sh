@@ -44,6 +44,9 @@ for bad in 0x4 4x abc 99999999999999999999x4 4x4x 1e3x4 ' 4x4' 4x-1; do
   expect 2 "bad shape" run rmsnorm --shape "$bad"
 done
 expect 2 "bad shape" run rmsnorm --shape=-1x4
+# A K for an op of MxN rows (its kernels would ignore it; its rows would record it).
+expect 2 "bad shape '4096x8192x64' for rmsnorm (it takes MxN shapes)" run rmsnorm --shape 4096x8192,4096x8192x64
+expect 2 "bad shape '8x8x8' for layernorm_bwd" check layernorm_bwd --shape 8x8x8
 expect 2 "unknown sweep 'huge'" run rmsnorm --sweep huge
 expect 2 "unknown --values 'huge' (valid: normal, large, zero-rows, offset-rows)" check rmsnorm --values huge
 expect 2 "l2" run rmsnorm --l2 warm
