@@ -236,6 +236,7 @@ void count(CompareSummary& s, const PointComparison& p) {
     case Verdict::skipped: ++s.skipped; break;
   }
   s.failures += p.failure;
+  s.in_both += p.baseline && p.current;
 }
 
 }  // namespace
@@ -363,6 +364,7 @@ std::string summary_counts(const CompareSummary& s) {
 
 std::string gate_text(const CompareReport& r) {
   if (!r.regressed()) return "PASS";
+  if (r.summary.failures == 0) return "FAIL (no point in both files: nothing compared)";
   return "FAIL (" + std::to_string(r.summary.failures) + " point" +
          (r.summary.failures == 1 ? "" : "s") + " slower or failed" +
          (r.options.fail_on_missing ? " or missing" : "") + ")";
@@ -587,6 +589,7 @@ std::string format_json(const CompareReport& r) {
          ", \"failed\": " + std::to_string(s.failed) +
          ", \"skipped\": " + std::to_string(s.skipped) +
          ", \"failures\": " + std::to_string(s.failures) +
+         ", \"in_both\": " + std::to_string(s.in_both) +
          ", \"regressed\": " + json_bool(r.regressed()) +
          ", \"exit_code\": " + std::to_string(r.exit_code()) + "},\n";
   out += "  \"warnings\": " + json_string_array(r.warnings) + "\n";

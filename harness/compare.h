@@ -16,8 +16,9 @@
 //   same     : otherwise
 // A point only in the current set is `new`, only in the baseline `missing`; a current row with
 // status fail or error is `failed`, with status skip (or without a timing) `skipped`.
-// The gate fails (exit 1) on any `slower` or `failed` point, and on `missing` ones with
-// fail_on_missing. Faster is never a failure.
+// The gate fails (exit 1) on any `slower` or `failed` point, on `missing` ones with
+// fail_on_missing, and when no point is in both sets (nothing was compared: a current file
+// without rows, or of other ops, passes no gate). Faster is never a failure.
 #pragma once
 #include <limits>
 #include <map>
@@ -76,6 +77,7 @@ struct PointComparison {
 struct CompareSummary {
   int faster = 0, slower = 0, same = 0, added = 0, missing = 0, failed = 0, skipped = 0;
   int failures = 0;  // points that fail the gate
+  int in_both = 0;   // points with a row in each set (compared, skipped or failed)
   int total() const { return faster + slower + same + added + missing + failed + skipped; }
 };
 
@@ -89,7 +91,8 @@ struct CompareReport {
   std::vector<std::string> warnings;  // e.g. an --op-threshold naming an op in neither set
 
   bool devices_differ() const { return baseline_devices != current_devices; }
-  bool regressed() const { return summary.failures > 0; }
+  bool nothing_compared() const { return summary.in_both == 0; }
+  bool regressed() const { return summary.failures > 0 || nothing_compared(); }
   int exit_code() const;  // kExitFailed when regressed, else kExitOk
 };
 

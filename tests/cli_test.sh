@@ -60,8 +60,8 @@ expect 2 "bad --inject-slowdown 'v1_naive'" run rmsnorm --inject-slowdown v1_nai
 KBENCH_FAST_MEMORY=yes expect 2 "bad KBENCH_FAST_MEMORY 'yes' (1 or 0" run rmsnorm
 KBENCH_FAST_MEMORY=2 expect 2 "bad KBENCH_FAST_MEMORY '2'" check rmsnorm
 
-# kbench compare needs no GPU: 0 when nothing regressed, 1 on a regression or a failed check,
-# 2 on bad input. The CSVs carry the full kbench header (csv_columns() in harness/result.cpp).
+# kbench compare needs no GPU: 0 when nothing regressed, 1 on a regression, a failed check or
+# nothing compared, 2 on bad input. The CSVs carry the full kbench header (csv_columns() in harness/result.cpp).
 header=kbench_version,timestamp,device,device_slug,arch,sm_count,driver,runtime,op,impl,dtype,shape,m,n,k,l2,samples,median_us,mean_us,min_us,p10_us,p90_us,stddev_us,noise_pct,sm_clock_mhz,bytes,flops,gbps,tflops,intensity,peak_gbps,peak_pct,ceiling_gbps,ceiling_pct,max_abs_err,max_rel_err,rel_l2_err,atol,rtol,status,note
 # result_row IMPL MEDIAN P10 P90 STATUS: one rmsnorm bf16 point of 200 samples.
 result_row() {
@@ -78,6 +78,8 @@ expect 0 "PASS" compare "$tmp/base.csv" "$tmp/slow.csv" --threshold 12%
 expect 0 "PASS" compare --op-threshold rmsnorm=12 "$tmp/base.csv" "$tmp/slow.csv"
 expect 0 "faster" compare "$tmp/slow.csv" "$tmp/base.csv"
 expect 1 "failed" compare "$tmp/base.csv" "$tmp/failing.csv"
+echo "$header" >"$tmp/no_rows.csv"  # a run that died before its first point
+expect 1 "2 missing.*FAIL (no point in both files: nothing compared)" compare "$tmp/base.csv" "$tmp/no_rows.csv"
 expect 1 "FAIL" compare "$tmp/base.csv" "$tmp/slow.csv" --format md --output "$tmp/gate.md"
 grep -q "| \*\*slower\*\* |" "$tmp/gate.md" || { echo "FAIL: --output gate.md lacks the markdown table"; failures=$((failures + 1)); }
 expect 2 "nosuch.csv" compare "$tmp/nosuch.csv" "$tmp/base.csv"

@@ -182,6 +182,26 @@ TEST(CompareVerdict, NewAndMissingAreReportedButPassByDefault) {
   EXPECT_EQ(r.exit_code(), kExitOk);
 }
 
+// A gate that compared nothing passes nothing: a current set without rows (a run that died
+// before its first point) or of other points fails, though no point is slower or failed. One
+// point in both is enough, even a skipped one.
+TEST(CompareVerdict, NothingInBothSetsFailsTheGate) {
+  const CompareReport empty = compare_results({tight("v1", 10), tight("v2", 10)}, {}, {});
+  EXPECT_EQ(empty.summary.missing, 2);
+  EXPECT_EQ(empty.summary.failures, 0);
+  EXPECT_EQ(empty.summary.in_both, 0);
+  EXPECT_EQ(empty.exit_code(), kExitFailed);
+  EXPECT_TRUE(contains(format_table(empty), "-> FAIL (no point in both files: nothing compared)"))
+      << format_table(empty);
+  EXPECT_EQ(compare_results({tight("v1", 10)}, {tight("other", 10)}, {}).exit_code(), kExitFailed);
+  EXPECT_EQ(compare_results(std::vector<ResultRow>{}, std::vector<ResultRow>{}, {}).exit_code(),
+            kExitFailed);
+  const CompareReport skipped = compare_results(
+      {tight("v1", 10), tight("v2", 10)}, {with_status(tight("v1", 10), "skip", "too large")}, {});
+  EXPECT_EQ(skipped.summary.in_both, 1);
+  EXPECT_EQ(skipped.exit_code(), kExitOk);
+}
+
 TEST(CompareVerdict, FailOnMissingMakesMissingAFailure) {
   CompareOptions o;
   o.fail_on_missing = true;
@@ -507,7 +527,8 @@ TEST(CompareFormat, JsonExactTextForATinyCase) {
       "\"verdict\": \"slower\", \"failure\": true, \"note\": \"\"}\n"
       "  ],\n"
       "  \"summary\": {\"points\": 1, \"faster\": 0, \"slower\": 1, \"same\": 0, \"new\": 0, "
-      "\"missing\": 0, \"failed\": 0, \"skipped\": 0, \"failures\": 1, \"regressed\": true, "
+      "\"missing\": 0, \"failed\": 0, \"skipped\": 0, \"failures\": 1, \"in_both\": 1, "
+      "\"regressed\": true, "
       "\"exit_code\": 1},\n"
       "  \"warnings\": []\n"
       "}\n";
