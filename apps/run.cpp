@@ -32,8 +32,11 @@ struct RunCommandOptions {
   std::string baseline;                  // gate this run against a baseline CSV
   std::string threshold = "5";
   std::vector<std::string> inject_slowdown;  // test-only: IMPL=PCT
-  bool check_once = false;               // no second checked launch
+  bool check_once = false;               // no checked later launch (--later-checks 0)
+  int later_checks = 1;
 };
+
+constexpr int kMaxLaterChecks = 1000000;
 
 // Collects the run's rows for the --baseline gate.
 struct RowCollector : Reporter {
@@ -101,11 +104,15 @@ void add_output_options(CLI::App* cmd, RunCommandOptions& o) {
                   "(to prove the gate catches it)")->group("Testing");
 }
 
-void add_check_once_flag(CLI::App* cmd, RunCommandOptions& o) {
+void add_later_check_options(CLI::App* cmd, RunCommandOptions& o) {
+  CLI::Option* later =
+      cmd->add_option("--later-checks", o.later_checks,
+                      "Check each point again on this many later launches (after the timed ones "
+                      "in `run`), each after one launch on other input values, its outputs bit for "
+                      "bit the first launch's; raise it to catch a kernel wrong on one launch in many")
+          ->check(CLI::Range(0, kMaxLaterChecks))->capture_default_str();
   cmd->add_flag("--check-once", o.check_once,
-                "Check each point on its first launch only (default: also on a later launch, "
-                "after the timed ones in `run`, and after one launch on other input values; its "
-                "outputs bit for bit the first launch's)");
+                "Check each point on its first launch only (--later-checks 0)")->excludes(later);
 }
 
 std::unique_ptr<Reporter> terminal_reporter(const std::string& format, bool with_timing) {
@@ -122,7 +129,7 @@ int execute(const RunCommandOptions& o, bool measure) {
   RunOptions options;
   resolve_selection(o.selection, options);  // exit 2 here, before any GPU call
   options.measure = measure;
-  options.recheck = !o.check_once;
+  options.later_checks = o.check_once ? 0 : o.later_checks;
   options.timing = o.timing;
   options.timing.cold_l2 = o.l2 == "cold";
   options.ceilings_path = o.ceilings;
@@ -176,7 +183,7 @@ void setup_run(CLI::App& app, int& exit_code) {
   add_selection_options(cmd, o->selection);
   add_timing_options(cmd, *o);
   add_output_options(cmd, *o);
-  add_check_once_flag(cmd, *o);
+  add_later_check_options(cmd, *o);
   cmd->callback([o, &exit_code] { exit_code = execute(*o, true); });
 }
 
@@ -188,7 +195,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", o->json, "Also write the rows as JSON to this path");
   cmd->add_option("--format", o->format, "Terminal output: table | csv | json | none")
       ->check(CLI::IsMember({"table", "csv", "json", "none"}))->capture_default_str();
-  add_check_once_flag(cmd, *o);
+  add_later_check_options(cmd, *o);
   cmd->callback([o, &exit_code] { exit_code = execute(*o, false); });
 }
 

@@ -226,7 +226,7 @@ class SweepRunner {
     auto out = tensor_sizes(op.outputs, s);
     if (!in || !out) return "shape " + shape_to_string(s) + " too large: element count overflows";
     // A second check needs the inputs twice (other values for the launch before it).
-    const double device_need = total_bytes(op.inputs, *in, t, false) * (options_.recheck ? 2 : 1) +
+    const double device_need = total_bytes(op.inputs, *in, t, false) * (options_.later_checks > 0 ? 2 : 1) +
                                total_bytes(op.outputs, *out, t, false);
     const double device_free = static_cast<double>(device_free_bytes());
     if (device_need > 0.95 * device_free)
@@ -234,7 +234,7 @@ class SweepRunner {
     // A second check keeps the first launch's outputs beside the later launch's.
     const double host_need = total_bytes(op.inputs, *in, t, true) +
                              total_bytes(op.outputs, *out, t, true) +
-                             (options_.recheck ? total_bytes(op.outputs, *out, t, false) : 0);
+                             (options_.later_checks > 0 ? total_bytes(op.outputs, *out, t, false) : 0);
     if (host_need > 0.8 * physical_memory_bytes())
       return "reference needs " + gigabytes(host_need) + " of host memory, " +
              gigabytes(physical_memory_bytes()) + " installed";
@@ -252,7 +252,7 @@ class SweepRunner {
       p.device_inputs.emplace_back(p.inputs.back().bytes.size());
       p.device_inputs.back().upload(p.inputs.back().bytes.data(), p.inputs.back().bytes.size());
     }
-    if (options_.recheck) {
+    if (options_.later_checks > 0) {
       for (size_t i = 0; i < op.inputs.size(); ++i) {
         const HostTensor other = make_input(op.inputs[i], t, s,
                                             tensor_seed(options_.seed, op.name, t, s, op.inputs.size() + i),
@@ -350,13 +350,22 @@ class SweepRunner {
     // the same values after launches on the same inputs. And bit for bit what the first launch
     // wrote: every impl sums in a fixed order, so the same inputs give the same bits on every
     // launch; one that does not (a race, a sum in arrival order) may still be within tolerance.
-    if (options_.recheck && row.status == "pass") {
+    // --later-checks N repeats it, for a kernel wrong on one launch in many.
+    for (int k = 1; k <= options_.later_checks && row.status == "pass"; ++k) {
       launch_on_other_inputs(impl, args, data);
       OutputBytes later_launch;
       CheckVerdict verdict = launch_and_check(op, impl, t, s, data, outputs, args, later_launch);
       if (verdict.result.pass) compare_launches(op, t, data, first_launch, later_launch, verdict);
-      record_check(row, verdict, options_.measure ? "after timing: " : "on a second launch: ");
+      record_check(row, verdict, later_check_name(k));
     }
+  }
+
+  // How a failing later check is named in the row's note: "after timing: ", "on a second
+  // launch: "; with more than one, "after timing, later check 3 of 20: ", "on later check 3 of 20: ".
+  std::string later_check_name(int k) const {
+    if (options_.later_checks == 1) return options_.measure ? "after timing: " : "on a second launch: ";
+    const std::string nth = "later check " + std::to_string(k) + " of " + std::to_string(options_.later_checks);
+    return options_.measure ? "after timing, " + nth + ": " : "on " + nth + ": ";
   }
 
   void measure_into(ResultRow& row, const OpDescriptor& op, const ImplDescriptor& impl, DType t,

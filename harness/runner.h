@@ -22,9 +22,10 @@ struct RunOptions {
   SweepLevel sweep = SweepLevel::standard;
   std::vector<int> devices = {0};
   bool measure = true;             // false: correctness only (`kbench check`)
-  bool recheck = true;             // check again on a later launch (after the timed ones, or
-                                   // correctness only, the first), preceded by one on other
-                                   // values; its outputs bit for bit the first launch's
+  int later_checks = 1;            // checks on later launches (after the timed ones, or
+                                   // correctness only, the first), each preceded by one on
+                                   // other values; their outputs bit for bit the first
+                                   // launch's. 0: each point checked on its first launch only
   TimingOptions timing;
   uint64_t seed = 0x6b62656e6368ull;
   InputValues values = InputValues::normal;  // --values: what edge_values tensors hold

@@ -24,7 +24,7 @@ expect() {
 
 expect 0 "Subcommands" --help
 for cmd in list devices calibrate run check compare; do expect 0 "Usage" "$cmd" --help; done
-for cmd in run check; do expect 0 "--check-once" "$cmd" --help; done
+for cmd in run check; do expect 0 "--later-checks" "$cmd" --help; done
 expect 2 "" # no subcommand
 expect 2 "nosuch" nosuch
 expect 0 "rmsnorm" list
@@ -52,6 +52,10 @@ expect 2 "unknown --values 'huge' (valid: normal, large, zero-rows, offset-rows)
 expect 2 "l2" run rmsnorm --l2 warm
 expect 2 "bad --device 'x'" run rmsnorm --device x
 expect 2 "samples" run rmsnorm --samples 0
+expect 2 "later-checks: Value -1 not in range" check rmsnorm --later-checks -1
+expect 2 "later-checks" check rmsnorm --later-checks many
+expect 2 "later-checks" run rmsnorm --later-checks 1000001
+expect 2 "later-checks excludes --check-once" check rmsnorm --check-once --later-checks 3
 expect 2 "min-samples" run rmsnorm --min-samples 50 --max-samples 10
 expect 2 "give ops or --all" run rmsnorm --all
 expect 2 "bad --device" calibrate --device -3

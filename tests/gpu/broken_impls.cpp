@@ -4,7 +4,8 @@
 // test_unsteady from its second launch on too, but by one ulp, within tolerance: a kernel
 // whose bits change from launch to launch, which only the launches' bitwise comparison sees;
 // test_stale writes its previous launch's outputs: right after launches on the same inputs,
-// so seen only where the launch before the second check ran on other values).
+// so seen only where the launch before the second check ran on other values; test_intermittent
+// leaves it unwritten on one launch in seven, seen only by enough later checks).
 // Registered only in the GPU test program.
 #include <utility>
 #include <vector>
@@ -76,6 +77,13 @@ void stale(const LaunchArgs& args) {
   previous_y = std::move(y);
 }
 
+// Right but on every seventh launch, where unwritten_last: a kernel wrong on one launch in many
+// (a race that rarely loses).
+void intermittent(const LaunchArgs& args) {
+  if (++later_launches % 7 != 0) return run_real(args);
+  unwritten_last(args);
+}
+
 }  // namespace
 
 void reset_test_later_launches() { later_launches = 0; }
@@ -86,6 +94,7 @@ KBENCH_REGISTER(broken_impls) {
   register_impl("rmsnorm", "test_right_once").launch(right_once).note("test only");
   register_impl("rmsnorm", "test_unsteady").launch(unsteady).note("test only");
   register_impl("rmsnorm", "test_stale").launch(stale).note("test only");
+  register_impl("rmsnorm", "test_intermittent").launch(intermittent).note("test only");
 }
 
 }  // namespace kbench

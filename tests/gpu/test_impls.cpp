@@ -179,12 +179,13 @@ TEST(BrokenImpls, AreCaught) {
       }
 }
 
-// One point of a test-only impl that changes from its second launch on, checked once or twice
-// (`kbench check`; with `measure`, `kbench run`, the second check after the timed launches).
-ResultRow run_later_launch_impl(const std::string& impl, DType t, bool recheck, bool measure) {
+// One point of a test-only impl that changes on a later launch, checked on its first launch and
+// on `later_checks` later ones (`kbench check`; with `measure`, `kbench run`, the later checks
+// after the timed launches).
+ResultRow run_later_launch_impl(const std::string& impl, DType t, int later_checks, bool measure) {
   reset_test_later_launches();
   RunOptions o = options_for({"rmsnorm", t, Shape{7, 4097}}, {impl}).front();
-  o.recheck = recheck;
+  o.later_checks = later_checks;
   o.measure = measure;
   o.auto_calibrate = false;
   o.timing.samples = 3;
@@ -195,7 +196,8 @@ ResultRow run_later_launch_impl(const std::string& impl, DType t, bool recheck, 
 }
 
 struct LaterLaunchMode {
-  bool recheck, measure;
+  int later_checks;
+  bool measure;
   const char* status;
   const char* note;  // in the row's note
 };
@@ -204,17 +206,34 @@ struct LaterLaunchMode {
 // test_stale writes its previous launch's outputs, which are right wherever the launch before
 // ran on the same inputs (every timed launch does), so it is caught only because the launch
 // before the second check runs on other values. Both pass when each point is checked once,
-// and fail, out of tolerance, on the second launch or after timing.
+// and fail, out of tolerance, on the second launch or after timing (the first of two later
+// checks, where two are asked for).
 TEST(BrokenImpls, WrongOnALaterLaunchIsCaught) {
   for (const std::string impl : {"test_right_once", "test_stale"})
     for (const LaterLaunchMode& mode :
-         {LaterLaunchMode{false, false, "pass", ""}, LaterLaunchMode{true, false, "fail", "on a second launch: y:"},
-          LaterLaunchMode{true, true, "fail", "after timing: y:"}}) {
-      const ResultRow r = run_later_launch_impl(impl, DType::bf16, mode.recheck, mode.measure);
-      EXPECT_EQ(r.status, mode.status) << impl << " recheck " << mode.recheck << " measure " << mode.measure << ": " << r.note;
+         {LaterLaunchMode{0, false, "pass", ""}, LaterLaunchMode{1, false, "fail", "on a second launch: y:"},
+          LaterLaunchMode{1, true, "fail", "after timing: y:"},
+          LaterLaunchMode{2, true, "fail", "after timing, later check 1 of 2: y:"}}) {
+      const ResultRow r = run_later_launch_impl(impl, DType::bf16, mode.later_checks, mode.measure);
+      EXPECT_EQ(r.status, mode.status) << impl << " later checks " << mode.later_checks << " measure " << mode.measure << ": " << r.note;
       EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
-      if (mode.recheck) EXPECT_NE(r.note.find("out of tolerance"), std::string::npos) << r.note;
+      if (mode.later_checks > 0) EXPECT_NE(r.note.find("out of tolerance"), std::string::npos) << r.note;
     }
+}
+
+// And a kernel wrong on one launch in many: test_intermittent is wrong on every seventh launch.
+// `kbench check` launches it once for the first check, then twice for each later check (other
+// values, then the checked launch), so its seventh launch is later check 3's: it passes with
+// up to two later checks and fails on the third of three or more.
+TEST(BrokenImpls, WrongOnOneLaunchInManyIsCaughtByMoreLaterChecks) {
+  for (const LaterLaunchMode& mode :
+       {LaterLaunchMode{0, false, "pass", ""}, LaterLaunchMode{1, false, "pass", ""},
+        LaterLaunchMode{2, false, "pass", ""}, LaterLaunchMode{3, false, "fail", "on later check 3 of 3: y:"},
+        LaterLaunchMode{10, false, "fail", "on later check 3 of 10: y:"}}) {
+    const ResultRow r = run_later_launch_impl("test_intermittent", DType::bf16, mode.later_checks, false);
+    EXPECT_EQ(r.status, mode.status) << "later checks " << mode.later_checks << ": " << r.note;
+    EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
+  }
 }
 
 // And bitwise: test_unsteady is within tolerance on every launch but one ulp off its first
@@ -223,11 +242,11 @@ TEST(BrokenImpls, WrongOnALaterLaunchIsCaught) {
 TEST(BrokenImpls, BitsThatChangeFromLaunchToLaunchAreCaught) {
   for (DType t : kAllDTypes)
     for (const LaterLaunchMode& mode :
-         {LaterLaunchMode{false, false, "pass", ""},
-          LaterLaunchMode{true, false, "fail", "on a second launch: y: 1 of 28679 elements not bit for bit"},
-          LaterLaunchMode{true, true, "fail", "after timing: y: 1 of 28679 elements not bit for bit"}}) {
-      const ResultRow r = run_later_launch_impl("test_unsteady", t, mode.recheck, mode.measure);
-      EXPECT_EQ(r.status, mode.status) << dtype_name(t) << " recheck " << mode.recheck << ": " << r.note;
+         {LaterLaunchMode{0, false, "pass", ""},
+          LaterLaunchMode{1, false, "fail", "on a second launch: y: 1 of 28679 elements not bit for bit"},
+          LaterLaunchMode{1, true, "fail", "after timing: y: 1 of 28679 elements not bit for bit"}}) {
+      const ResultRow r = run_later_launch_impl("test_unsteady", t, mode.later_checks, mode.measure);
+      EXPECT_EQ(r.status, mode.status) << dtype_name(t) << " later checks " << mode.later_checks << ": " << r.note;
       EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
       EXPECT_EQ(r.note.find("tolerance"), std::string::npos) << r.note;
       EXPECT_GT(r.max_abs_err, 0) << dtype_name(t);  // a real check ran, of rounded outputs
