@@ -7,6 +7,8 @@
 #   KBENCH_CUDA_ARCHS (default 90); KBENCH_CUDA_FLAGS (extra nvcc flags: a lab knob's build
 #   through the SASS check and the tests, e.g. -DKBENCH_ASYNC_EVICT_LAST=0);
 #   SWEEP (default: default); SWEEP_ARGS (more `kbench run` options, e.g. "--target-ms 2");
+#   CHECK_ARGS (before the sweep, `kbench check OPS $CHECK_ARGS` to $OUT/check.csv, e.g.
+#   "--dtype bf16 --shape 64x65536 --later-checks 20");
 #   SKIP_SWEEP=1; SKIP_TESTS=1 (builds kbench alone);
 #   SKIP_TORCH=1 (no PyTorch copy rate); SKIP_SASS=1 (no scripts/sass_desc_check.py);
 #   GATE=1 (also run scripts/gate-evidence.sh for the regression gate);
@@ -64,6 +66,13 @@ step "calibrate"
 ./build/kbench calibrate 2>&1 | tee -a "$log"
 ./build/kbench devices 2>&1 | tee -a "$log"
 [[ ${SKIP_TORCH:-0} == 1 ]] || python3 scripts/torch_copy_rate.py 2>&1 | tee -a "$log"
+
+if [[ -n ${CHECK_ARGS:-} ]]; then
+  step "check ${ops[*]} $CHECK_ARGS"
+  read -r -a check_args <<<"$CHECK_ARGS"
+  ./build/kbench check "${ops[@]}" "${check_args[@]}" --csv "$out/check.csv" --format none 2>&1 |
+    tail -5 | tee -a "$log"
+fi
 
 if [[ ${SKIP_SWEEP:-0} != 1 ]]; then
   step "sweep ${ops[*]}"
