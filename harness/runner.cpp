@@ -78,7 +78,7 @@ double total_bytes(const std::vector<TensorSpec>& specs, const std::vector<int64
 struct PointData {
   std::vector<HostTensor> inputs;
   std::vector<DeviceBuffer> device_inputs;
-  // Other values of the same inputs (another seed), for the launch before a second check.
+  // Other values of the same inputs (another seed), for the launch before each later check.
   std::vector<DeviceBuffer> other_device_inputs;
   std::vector<std::vector<double>> reference;  // one per output
   std::vector<std::vector<double>> atol_scales;  // one per output; empty: factor 1
@@ -225,13 +225,13 @@ class SweepRunner {
     auto in = tensor_sizes(op.inputs, s);
     auto out = tensor_sizes(op.outputs, s);
     if (!in || !out) return "shape " + shape_to_string(s) + " too large: element count overflows";
-    // A second check needs the inputs twice (other values for the launch before it).
+    // Later checks need the inputs twice (other values for the launch before each).
     const double device_need = total_bytes(op.inputs, *in, t, false) * (options_.later_checks > 0 ? 2 : 1) +
                                total_bytes(op.outputs, *out, t, false);
     const double device_free = static_cast<double>(device_free_bytes());
     if (device_need > 0.95 * device_free)
       return "needs " + gigabytes(device_need) + " of GPU memory, " + gigabytes(device_free) + " free";
-    // A second check keeps the first launch's outputs beside the later launch's.
+    // Later checks keep the first launch's outputs beside each later launch's.
     const double host_need = total_bytes(op.inputs, *in, t, true) +
                              total_bytes(op.outputs, *out, t, true) +
                              (options_.later_checks > 0 ? total_bytes(op.outputs, *out, t, false) : 0);
@@ -338,7 +338,7 @@ class SweepRunner {
     args.stream = stream;
 
     // Correctness: poison every output with NaN, launch once, compare with the reference.
-    OutputBytes first_launch;  // kept for the second check
+    OutputBytes first_launch;  // kept for the later checks
     record_check(row, launch_and_check(op, impl, t, s, data, outputs, args, first_launch), "");
     if (options_.measure) measure_into(row, op, impl, t, s, args);
 
