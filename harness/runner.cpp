@@ -351,9 +351,9 @@ class SweepRunner {
     // wrote: every impl sums in a fixed order, so the same inputs give the same bits on every
     // launch; one that does not (a race, a sum in arrival order) may still be within tolerance.
     // --later-checks N repeats it, for a kernel wrong on one launch in many.
+    OutputBytes later_launch;  // one set of host buffers for every later check
     for (int k = 1; k <= options_.later_checks && row.status == "pass"; ++k) {
       launch_on_other_inputs(impl, args, data);
-      OutputBytes later_launch;
       CheckVerdict verdict = launch_and_check(op, impl, t, s, data, outputs, args, later_launch);
       if (verdict.result.pass) compare_launches(op, t, data, first_launch, later_launch, verdict);
       record_check(row, verdict, later_check_name(k));
