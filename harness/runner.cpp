@@ -325,6 +325,10 @@ class SweepRunner {
     const size_t ws_bytes =
         impl.workspace_bytes ? impl.workspace_bytes(s, t, device_->info.sm_count) : 0;
     DeviceBuffer workspace(ws_bytes);
+    // Poisoned before the first launch as the outputs are (all-ones bytes: NaN in every dtype,
+    // the largest count): an impl is promised no zeros, as under a caching allocator, though a
+    // fresh allocation often reads zero. The later launches see what earlier ones left.
+    if (ws_bytes > 0) KB_GPU_CHECK(gpuMemsetAsync(workspace.get(), 0xff, ws_bytes, stream));
 
     LaunchArgs args;
     args.shape = s;

@@ -5,8 +5,10 @@
 // whose bits change from launch to launch, which only the launches' bitwise comparison sees;
 // test_stale writes its previous launch's outputs: right after launches on the same inputs,
 // so seen only where the launch before the second check ran on other values; test_intermittent
-// leaves it unwritten on one launch in seven, seen only by enough later checks).
+// leaves it unwritten on one launch in seven, seen only by enough later checks;
+// test_zeroed_workspace is right only on a zeroed workspace, seen because the harness poisons it).
 // Registered only in the GPU test program.
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -84,6 +86,19 @@ void intermittent(const LaunchArgs& args) {
   unwritten_last(args);
 }
 
+// Right only where the first word of its workspace is zero, which it leaves zero: a kernel
+// that counts in a workspace it assumes zeroed and zeroes again for its next launch. Every
+// launch after its first finds a zero, so only a poisoned workspace on the first shows it.
+void zeroed_workspace(const LaunchArgs& args) {
+  uint32_t count = 0;
+  KB_GPU_CHECK(gpuMemcpy(&count, args.workspace, sizeof count, gpuMemcpyDeviceToHost));
+  if (count == 0)
+    run_real(args);
+  else
+    unwritten_last(args);
+  KB_GPU_CHECK(gpuMemset(args.workspace, 0, sizeof count));
+}
+
 }  // namespace
 
 void reset_test_later_launches() { later_launches = 0; }
@@ -95,6 +110,10 @@ KBENCH_REGISTER(broken_impls) {
   register_impl("rmsnorm", "test_unsteady").launch(unsteady).note("test only");
   register_impl("rmsnorm", "test_stale").launch(stale).note("test only");
   register_impl("rmsnorm", "test_intermittent").launch(intermittent).note("test only");
+  register_impl("rmsnorm", "test_zeroed_workspace")
+      .launch(zeroed_workspace)
+      .workspace([](const Shape&, DType, int) -> size_t { return sizeof(uint32_t); })
+      .note("test only");
 }
 
 }  // namespace kbench

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <utility>
 
 #include "harness/runner.h"
 #include "tests/gpu/gpu_main.h"
@@ -250,6 +251,21 @@ TEST(BrokenImpls, BitsThatChangeFromLaunchToLaunchAreCaught) {
       EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
       EXPECT_EQ(r.note.find("tolerance"), std::string::npos) << r.note;
       EXPECT_GT(r.max_abs_err, 0) << dtype_name(t);  // a real check ran, of rounded outputs
+    }
+}
+
+// And the workspace: test_zeroed_workspace is right only where its workspace starts zeroed,
+// and leaves it zeroed, so every launch after its first is right. The harness poisons a
+// point's workspace before the first launch, so it fails there, checked once or more, timed
+// or not: the note names no later check.
+TEST(BrokenImpls, AssumingAZeroedWorkspaceIsCaught) {
+  for (DType t : kAllDTypes)
+    for (const auto& [later_checks, measure] : {std::pair{0, false}, std::pair{1, false}, std::pair{1, true}}) {
+      const ResultRow r = run_later_launch_impl("test_zeroed_workspace", t, later_checks, measure);
+      EXPECT_EQ(r.status, "fail") << dtype_name(t) << " later checks " << later_checks << ": " << r.note;
+      EXPECT_NE(r.note.find("y:"), std::string::npos) << r.note;
+      for (const char* later : {"second launch", "after timing", "later check"})
+        EXPECT_EQ(r.note.find(later), std::string::npos) << r.note;
     }
 }
 
