@@ -8,7 +8,8 @@
 #   through the SASS check and the tests, e.g. -DKBENCH_ASYNC_EVICT_LAST=0);
 #   SWEEP (default: default); SWEEP_ARGS (more `kbench run` options, e.g. "--target-ms 2");
 #   CHECK_ARGS (before the sweep, `kbench check OPS $CHECK_ARGS` to $OUT/check.csv, e.g.
-#   "--dtype bf16 --shape 64x65536 --later-checks 20");
+#   "--dtype bf16 --shape 64x65536 --later-checks 20"; every op's default sweep in every dtype
+#   takes about 10 minutes on an H200 machine, more than one call);
 #   SKIP_SWEEP=1; SKIP_TESTS=1 (builds kbench alone);
 #   SKIP_TORCH=1 (no PyTorch copy rate); SKIP_SASS=1 (no scripts/sass_desc_check.py);
 #   GATE=1 (also run scripts/gate-evidence.sh for the regression gate);
