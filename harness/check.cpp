@@ -240,4 +240,29 @@ std::string describe_bitwise_diff(const std::string& output_name, const BitwiseD
          fmt_exact(load_as_double(later_launch, t, d.first));
 }
 
+std::string describe_changed_input(const std::string& input_name, const BitwiseDiff& d,
+                                   size_t numel, const void* before, const void* after, DType t) {
+  std::string line = input_name + ": " + std::to_string(d.count) + " of " + std::to_string(numel) +
+                     " elements changed by the launch";
+  if (d.count == 0) return line;
+  return line + ", first at " + std::to_string(d.first) + ": " +
+         fmt_exact(load_as_double(before, t, d.first)) + ", then " +
+         fmt_exact(load_as_double(after, t, d.first));
+}
+
+GuardDiff guard_diff(const unsigned char* guard, size_t bytes, unsigned char fill) {
+  GuardDiff d;
+  for (size_t i = 0; i < bytes; ++i) {
+    if (guard[i] == fill) continue;
+    if (d.count++ == 0) d.first = i;
+  }
+  return d;
+}
+
+std::string describe_guard(const std::string& buffer_name, const GuardDiff& d, size_t bytes) {
+  if (d.count == 0) return "";
+  return buffer_name + ": " + std::to_string(d.count) + " of the " + std::to_string(bytes) +
+         " bytes after its end written, first at byte " + std::to_string(d.first) + " after it";
+}
+
 }  // namespace kbench

@@ -51,4 +51,19 @@ std::string describe_bitwise_diff(const std::string& output_name, const BitwiseD
                                   size_t numel, const void* first_launch, const void* later_launch,
                                   DType t);
 
+// One line for an input a launch changed: "x: 1 of 4096 elements changed by the launch, first
+// at 17: 0.25, then 0" (an impl must leave its inputs as they were).
+std::string describe_changed_input(const std::string& input_name, const BitwiseDiff& d,
+                                   size_t numel, const void* before, const void* after, DType t);
+
+// The bytes after a buffer's end that a launch must leave as the harness filled them (each
+// `fill`): how many it changed and the first, as "y: 2 of the 4096 bytes after its end
+// written, first at byte 0 after it" (describe_guard; "" where none changed).
+struct GuardDiff {
+  size_t count = 0;
+  size_t first = 0;
+};
+GuardDiff guard_diff(const unsigned char* guard, size_t bytes, unsigned char fill);
+std::string describe_guard(const std::string& buffer_name, const GuardDiff& d, size_t bytes);
+
 }  // namespace kbench

@@ -25,6 +25,13 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// Bytes after each output and after the workspace, filled with kGuardByte, that a launch must
+// leave as they are: a write past an end (a vector tail, a row index off by one) changes them.
+// In `kbench check` and the GPU tests only: `run` keeps its buffers' exact sizes, since where a
+// buffer lies can move a kernel's time (NOTES: spare pads before each tensor).
+constexpr size_t kGuardBytes = 4096;
+constexpr unsigned char kGuardByte = 0xa5;
+
 double physical_memory_bytes() {
   return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
@@ -319,16 +326,21 @@ class SweepRunner {
                              const Shape& s, PointData& data, ResultRow& row) {
     gpuStream_t stream = device_->stream;
     std::vector<DeviceBuffer> outputs;
-    for (size_t i = 0; i < op.outputs.size(); ++i)
-      outputs.emplace_back(static_cast<size_t>(data.output_sizes[i]) *
-                           dtype_size(tensor_dtype(op.outputs[i], t)));
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      const size_t bytes = output_bytes(op, t, data, i);
+      outputs.emplace_back(bytes + guard_bytes());
+      fill_guard(outputs.back().get(), bytes);
+    }
     const size_t ws_bytes =
         impl.workspace_bytes ? impl.workspace_bytes(s, t, device_->info.sm_count) : 0;
-    DeviceBuffer workspace(ws_bytes);
+    DeviceBuffer workspace(ws_bytes > 0 ? ws_bytes + guard_bytes() : 0);
     // Poisoned before the first launch as the outputs are (all-ones bytes: NaN in every dtype,
     // the largest count): an impl is promised no zeros, as under a caching allocator, though a
     // fresh allocation often reads zero. The later launches see what earlier ones left.
-    if (ws_bytes > 0) KB_GPU_CHECK(gpuMemsetAsync(workspace.get(), 0xff, ws_bytes, stream));
+    if (ws_bytes > 0) {
+      KB_GPU_CHECK(gpuMemsetAsync(workspace.get(), 0xff, ws_bytes, stream));
+      fill_guard(workspace.get(), ws_bytes);
+    }
 
     LaunchArgs args;
     args.shape = s;
@@ -400,8 +412,54 @@ class SweepRunner {
     KB_GPU_CHECK(gpuStreamSynchronize(device_->stream));
   }
 
+  size_t guard_bytes() const { return options_.measure ? 0 : kGuardBytes; }
+
+  static size_t output_bytes(const OpDescriptor& op, DType t, const PointData& data, size_t i) {
+    return static_cast<size_t>(data.output_sizes[i]) * dtype_size(tensor_dtype(op.outputs[i], t));
+  }
+
+  // The guard after a buffer's first `bytes` (none in `run`).
+  void fill_guard(void* buffer, size_t bytes) const {
+    if (guard_bytes() == 0) return;
+    KB_GPU_CHECK(gpuMemsetAsync(static_cast<char*>(buffer) + bytes, kGuardByte, guard_bytes(),
+                                device_->stream));
+  }
+
+  // A launch that wrote past a buffer's end fails the verdict.
+  void check_guard(const std::string& name, const void* buffer, size_t bytes,
+                   CheckVerdict& verdict) const {
+    if (guard_bytes() == 0) return;
+    std::vector<unsigned char> guard(guard_bytes());
+    KB_GPU_CHECK(gpuMemcpy(guard.data(), static_cast<const char*>(buffer) + bytes, guard.size(),
+                           gpuMemcpyDeviceToHost));
+    const GuardDiff d = guard_diff(guard.data(), guard.size(), kGuardByte);
+    if (d.count == 0) return;
+    verdict.result.pass = false;
+    verdict.why += (verdict.why.empty() ? "" : "; ") + describe_guard(name, d, guard.size());
+  }
+
+  // A launch that changed one of its inputs fails the verdict: they are the caller's, read only.
+  void check_inputs_unchanged(const OpDescriptor& op, DType t, const PointData& data,
+                              CheckVerdict& verdict) const {
+    std::vector<unsigned char> now;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const HostTensor& before = data.inputs[i];
+      now.resize(before.bytes.size());
+      data.device_inputs[i].download(now.data(), now.size());
+      const DType it = tensor_dtype(op.inputs[i], t);
+      const size_t numel = static_cast<size_t>(before.numel);
+      const BitwiseDiff d = bitwise_diff(before.bytes.data(), now.data(), numel, it);
+      if (d.count == 0) continue;
+      verdict.result.pass = false;
+      verdict.why += (verdict.why.empty() ? "" : "; ") +
+                     describe_changed_input(op.inputs[i].name, d, numel, before.bytes.data(),
+                                            now.data(), it);
+    }
+  }
+
   // Poisons every output with NaN, launches once and compares each output with the reference;
-  // the outputs' bytes are left in `downloaded`.
+  // the outputs' bytes are left in `downloaded`. And the launch must have left its inputs and
+  // the bytes past its outputs' and workspace's ends as they were.
   CheckVerdict launch_and_check(const OpDescriptor& op, const ImplDescriptor& impl, DType t,
                                 const Shape& s, const PointData& data,
                                 std::vector<DeviceBuffer>& outputs, const LaunchArgs& args,
@@ -414,7 +472,12 @@ class SweepRunner {
     }
     impl.launch(args);
     KB_GPU_CHECK(gpuStreamSynchronize(stream));
-    return check_outputs(op, t, s, data, outputs, downloaded);
+    CheckVerdict verdict = check_outputs(op, t, s, data, outputs, downloaded);
+    for (size_t i = 0; i < op.outputs.size(); ++i)
+      check_guard(op.outputs[i].name, outputs[i].get(), output_bytes(op, t, data, i), verdict);
+    if (args.workspace_bytes > 0) check_guard("workspace", args.workspace, args.workspace_bytes, verdict);
+    check_inputs_unchanged(op, t, data, verdict);
+    return verdict;
   }
 
   // A later launch's outputs against the first's, bit for bit: a difference fails the verdict.

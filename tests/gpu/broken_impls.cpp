@@ -6,7 +6,9 @@
 // test_stale writes its previous launch's outputs: right after launches on the same inputs,
 // so seen only where the launch before the second check ran on other values; test_intermittent
 // leaves it unwritten on one launch in seven, seen only by enough later checks;
-// test_zeroed_workspace is right only on a zeroed workspace, seen because the harness poisons it).
+// test_zeroed_workspace is right only on a zeroed workspace, seen because the harness poisons it;
+// test_past_output_end, test_past_workspace_end and test_writes_input write where they must
+// not, seen by the guards after the buffers and the inputs' check).
 // Registered only in the GPU test program.
 #include <cstdint>
 #include <utility>
@@ -99,6 +101,27 @@ void zeroed_workspace(const LaunchArgs& args) {
   KB_GPU_CHECK(gpuMemset(args.workspace, 0, sizeof count));
 }
 
+// Right, but each writes where an impl must not, leaving its outputs right: one element past
+// the end of y (a vector tail stored whole, a row index one too far), the word past the end of
+// its 4-byte workspace, or x's last element (an input used as scratch, zeroed once read).
+void past_output_end(const LaunchArgs& args) {
+  run_real(args);
+  const size_t size = dtype_size(args.dtype);
+  KB_GPU_CHECK(gpuMemset(static_cast<char*>(last_element(args)) + size, 0, size));
+}
+
+void past_workspace_end(const LaunchArgs& args) {
+  run_real(args);
+  KB_GPU_CHECK(gpuMemset(static_cast<char*>(args.workspace) + args.workspace_bytes, 0, sizeof(uint32_t)));
+}
+
+void writes_input(const LaunchArgs& args) {
+  run_real(args);
+  const size_t size = dtype_size(args.dtype);
+  char* x = static_cast<char*>(const_cast<void*>(args.inputs[0]));
+  KB_GPU_CHECK(gpuMemset(x + (args.shape.m * args.shape.n - 1) * size, 0, size));
+}
+
 }  // namespace
 
 void reset_test_later_launches() { later_launches = 0; }
@@ -114,6 +137,12 @@ KBENCH_REGISTER(broken_impls) {
       .launch(zeroed_workspace)
       .workspace([](const Shape&, DType, int) -> size_t { return sizeof(uint32_t); })
       .note("test only");
+  register_impl("rmsnorm", "test_past_output_end").launch(past_output_end).note("test only");
+  register_impl("rmsnorm", "test_past_workspace_end")
+      .launch(past_workspace_end)
+      .workspace([](const Shape&, DType, int) -> size_t { return sizeof(uint32_t); })
+      .note("test only");
+  register_impl("rmsnorm", "test_writes_input").launch(writes_input).note("test only");
 }
 
 }  // namespace kbench

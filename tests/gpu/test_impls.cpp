@@ -269,6 +269,32 @@ TEST(BrokenImpls, AssumingAZeroedWorkspaceIsCaught) {
     }
 }
 
+// And writes where an impl must not, each leaving the outputs right, so that only the check
+// that looks there fails it, on the first launch: past the end of y or of the workspace (the
+// guard bytes after each buffer, `kbench check` only: run's buffers keep their exact sizes),
+// or into an input (in `run` too).
+TEST(BrokenImpls, WritesOutsideTheOutputsAreCaught) {
+  struct Case {
+    const char* impl;
+    std::string note;
+    bool measure;
+  };
+  for (DType t : kAllDTypes) {
+    const std::string size = std::to_string(dtype_size(t));
+    for (const Case& c :
+         {Case{"test_past_output_end", "y: " + size + " of the 4096 bytes after its end written, first at byte 0 after it", false},
+          Case{"test_past_workspace_end", "workspace: 4 of the 4096 bytes after its end written, first at byte 0 after it", false},
+          Case{"test_writes_input", "x: 1 of 28679 elements changed by the launch, first at 28678: ", false},
+          Case{"test_writes_input", "x: 1 of 28679 elements changed by the launch, first at 28678: ", true}})
+      for (int later_checks : {0, 1}) {
+        const ResultRow r = run_later_launch_impl(c.impl, t, later_checks, c.measure);
+        EXPECT_EQ(r.status, "fail") << c.impl << " " << dtype_name(t) << " later checks " << later_checks << ": " << r.note;
+        EXPECT_EQ(r.note.rfind(c.note, 0), 0u) << r.note;  // the first launch's, and the only line
+        EXPECT_EQ(r.note.find("tolerance"), std::string::npos) << r.note;  // the outputs are right
+      }
+  }
+}
+
 }  // namespace
 }  // namespace kbench
 

@@ -152,6 +152,29 @@ TEST(Check, DescribeBitwiseDiff) {
             "0.25000003");
 }
 
+TEST(Check, DescribeChangedInput) {
+  const std::vector<float> before = {1.0f, 0.25f, 2.0f}, after = {1.0f, 0.0f, 3.0f};
+  const BitwiseDiff d = bitwise_diff(before.data(), after.data(), 3, DType::f32);
+  EXPECT_EQ(describe_changed_input("x", d, 3, before.data(), after.data(), DType::f32),
+            "x: 2 of 3 elements changed by the launch, first at 1: 0.25, then 0");
+}
+
+// The bytes past a buffer's end: any byte not the fill counts, wherever it is, and none is "".
+TEST(Check, GuardDiffCountsEveryChangedByte) {
+  std::vector<unsigned char> guard(4096, 0xa5);
+  EXPECT_EQ(guard_diff(guard.data(), guard.size(), 0xa5).count, 0u);
+  EXPECT_EQ(describe_guard("y", guard_diff(guard.data(), guard.size(), 0xa5), guard.size()), "");
+  guard[0] = 0;      // the byte right after the end: the usual overrun
+  guard[4095] = 0xa4;  // the last: one bit
+  const GuardDiff d = guard_diff(guard.data(), guard.size(), 0xa5);
+  EXPECT_EQ(d.count, 2u);
+  EXPECT_EQ(d.first, 0u);
+  EXPECT_EQ(describe_guard("workspace", d, guard.size()),
+            "workspace: 2 of the 4096 bytes after its end written, first at byte 0 after it");
+  guard[0] = 0xa5;
+  EXPECT_EQ(guard_diff(guard.data(), guard.size(), 0xa5).first, 4095u);
+}
+
 TEST(Check, InfinityHandling) {
   // An infinite reference must be matched exactly.
   EXPECT_TRUE(check({kInf, -kInf, 1}, {kInf, -kInf, 1}).pass);
