@@ -238,7 +238,7 @@ TEST(BrokenImpls, WrongOnOneLaunchInManyIsCaughtByMoreLaterChecks) {
 }
 
 // And bitwise: test_unsteady is within tolerance on every launch but one ulp off its first
-// launch's bits from the second on. Only the comparison of the two launches catches it: the
+// launch's bits from the second on (at an element where one ulp is within every tolerance). Only the comparison of the two launches catches it: the
 // failing note names no tolerance, and the row's errors are the second launch's (within it).
 TEST(BrokenImpls, BitsThatChangeFromLaunchToLaunchAreCaught) {
   for (DType t : kAllDTypes)
@@ -248,8 +248,8 @@ TEST(BrokenImpls, BitsThatChangeFromLaunchToLaunchAreCaught) {
           LaterLaunchMode{1, true, "fail", "after timing: y: 1 of 28679 elements not bit for bit"}}) {
       const ResultRow r = run_later_launch_impl("test_unsteady", t, mode.later_checks, mode.measure);
       EXPECT_EQ(r.status, mode.status) << dtype_name(t) << " later checks " << mode.later_checks << ": " << r.note;
-      EXPECT_NE(r.note.find(mode.note), std::string::npos) << r.note;
-      EXPECT_EQ(r.note.find("tolerance"), std::string::npos) << r.note;
+      EXPECT_NE(r.note.find(mode.note), std::string::npos) << dtype_name(t) << ": " << r.note;
+      EXPECT_EQ(r.note.find("tolerance"), std::string::npos) << dtype_name(t) << ": " << r.note;
       EXPECT_GT(r.max_abs_err, 0) << dtype_name(t);  // a real check ran, of rounded outputs
     }
 }
