@@ -229,25 +229,31 @@ BitwiseDiff bitwise_diff(const void* first_launch, const void* later_launch, siz
   return d;
 }
 
+namespace {
+
+// "<name>: <count> of <numel> elements <how>, first at <i>: <a's value>, then <b's>".
+std::string describe_elements_that_differ(const std::string& name, const BitwiseDiff& d,
+                                          size_t numel, const char* how, const void* a,
+                                          const void* b, DType t) {
+  std::string line = name + ": " + std::to_string(d.count) + " of " + std::to_string(numel) +
+                     " elements " + how;
+  if (d.count == 0) return line;
+  return line + ", first at " + std::to_string(d.first) + ": " +
+         fmt_exact(load_as_double(a, t, d.first)) + ", then " + fmt_exact(load_as_double(b, t, d.first));
+}
+
+}  // namespace
+
 std::string describe_bitwise_diff(const std::string& output_name, const BitwiseDiff& d,
                                   size_t numel, const void* first_launch, const void* later_launch,
                                   DType t) {
-  std::string line = output_name + ": " + std::to_string(d.count) + " of " + std::to_string(numel) +
-                     " elements not bit for bit the first launch's";
-  if (d.count == 0) return line;
-  return line + ", first at " + std::to_string(d.first) + ": " +
-         fmt_exact(load_as_double(first_launch, t, d.first)) + ", then " +
-         fmt_exact(load_as_double(later_launch, t, d.first));
+  return describe_elements_that_differ(output_name, d, numel, "not bit for bit the first launch's",
+                                       first_launch, later_launch, t);
 }
 
 std::string describe_changed_input(const std::string& input_name, const BitwiseDiff& d,
                                    size_t numel, const void* before, const void* after, DType t) {
-  std::string line = input_name + ": " + std::to_string(d.count) + " of " + std::to_string(numel) +
-                     " elements changed by the launch";
-  if (d.count == 0) return line;
-  return line + ", first at " + std::to_string(d.first) + ": " +
-         fmt_exact(load_as_double(before, t, d.first)) + ", then " +
-         fmt_exact(load_as_double(after, t, d.first));
+  return describe_elements_that_differ(input_name, d, numel, "changed by the launch", before, after, t);
 }
 
 GuardDiff guard_diff(const unsigned char* guard, size_t bytes, unsigned char fill) {
