@@ -398,7 +398,12 @@ class SweepRunner {
 
   struct CheckVerdict {
     CheckResult result;
-    std::string why;  // "; "-joined failure lines, one per failing output
+    std::string why;  // "; "-joined failure lines, one per failing output or check
+
+    void fail(const std::string& line) {
+      result.pass = false;
+      why += (why.empty() ? "" : "; ") + line;
+    }
   };
 
   using OutputBytes = std::vector<std::vector<unsigned char>>;  // each output, as downloaded
@@ -433,15 +438,13 @@ class SweepRunner {
     KB_GPU_CHECK(gpuMemcpy(guard.data(), static_cast<const char*>(buffer) + bytes, guard.size(),
                            gpuMemcpyDeviceToHost));
     const GuardDiff d = guard_diff(guard.data(), guard.size(), kGuardByte);
-    if (d.count == 0) return;
-    verdict.result.pass = false;
-    verdict.why += (verdict.why.empty() ? "" : "; ") + describe_guard(name, d, guard.size());
+    if (d.count > 0) verdict.fail(describe_guard(name, d, guard.size()));
   }
 
   // A launch that changed one of its inputs fails the verdict: they are the caller's, read only.
   void check_inputs_unchanged(const OpDescriptor& op, DType t, const PointData& data,
                               CheckVerdict& verdict) const {
-    std::vector<unsigned char> now;
+    std::vector<unsigned char>& now = downloaded_input_;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const HostTensor& before = data.inputs[i];
       now.resize(before.bytes.size());
@@ -449,11 +452,9 @@ class SweepRunner {
       const DType it = tensor_dtype(op.inputs[i], t);
       const size_t numel = static_cast<size_t>(before.numel);
       const BitwiseDiff d = bitwise_diff(before.bytes.data(), now.data(), numel, it);
-      if (d.count == 0) continue;
-      verdict.result.pass = false;
-      verdict.why += (verdict.why.empty() ? "" : "; ") +
-                     describe_changed_input(op.inputs[i].name, d, numel, before.bytes.data(),
-                                            now.data(), it);
+      if (d.count > 0)
+        verdict.fail(describe_changed_input(op.inputs[i].name, d, numel, before.bytes.data(),
+                                            now.data(), it));
     }
   }
 
@@ -488,11 +489,9 @@ class SweepRunner {
       const DType ot = tensor_dtype(op.outputs[i], t);
       const size_t numel = static_cast<size_t>(data.output_sizes[i]);
       const BitwiseDiff d = bitwise_diff(first[i].data(), later[i].data(), numel, ot);
-      if (d.count == 0) continue;
-      verdict.result.pass = false;
-      verdict.why += (verdict.why.empty() ? "" : "; ") +
-                     describe_bitwise_diff(op.outputs[i].name, d, numel, first[i].data(),
-                                           later[i].data(), ot);
+      if (d.count > 0)
+        verdict.fail(describe_bitwise_diff(op.outputs[i].name, d, numel, first[i].data(),
+                                           later[i].data(), ot));
     }
   }
 
@@ -541,9 +540,7 @@ class SweepRunner {
       outputs[i].download(host.data(), host.size());
       parts.push_back(check_output(host.data(), ot, data.reference[i], op.tolerance(i, t, s),
                                    &data.atol_scales[i]));
-      if (!parts.back().pass)
-        verdict.why += (verdict.why.empty() ? "" : "; ") +
-                       describe_failure(op.outputs[i].name, parts.back(), numel);
+      if (!parts.back().pass) verdict.fail(describe_failure(op.outputs[i].name, parts.back(), numel));
     }
     verdict.result = combine(parts);
     return verdict;
@@ -555,6 +552,9 @@ class SweepRunner {
   DeviceSession* device_ = nullptr;
   std::string forced_memory_note_;  // "KBENCH_FAST_MEMORY=1" where the environment forces it
   DeviceBuffer slowdown_buffer_;
+  // One host buffer for the inputs' download after every checked launch (at the sweep's sizes
+  // up to 128 MB, which a fresh vector would zero-fill each time).
+  mutable std::vector<unsigned char> downloaded_input_;
 };
 
 }  // namespace
