@@ -261,14 +261,21 @@ GuardDiff guard_diff(const unsigned char* guard, size_t bytes, unsigned char fil
   for (size_t i = 0; i < bytes; ++i) {
     if (guard[i] == fill) continue;
     if (d.count++ == 0) d.first = i;
+    d.last = i;
   }
   return d;
 }
 
-std::string describe_guard(const std::string& buffer_name, const GuardDiff& d, size_t bytes) {
+std::string describe_guard(const std::string& buffer_name, const GuardDiff& d, size_t bytes,
+                           GuardSide side) {
   if (d.count == 0) return "";
-  return buffer_name + ": " + std::to_string(d.count) + " of the " + std::to_string(bytes) +
-         " bytes after its end written, first at byte " + std::to_string(d.first) + " after it";
+  const std::string written = buffer_name + ": " + std::to_string(d.count) + " of the " +
+                              std::to_string(bytes) + " bytes ";
+  if (side == GuardSide::after)
+    return written + "after its end written, first at byte " + std::to_string(d.first) + " after it";
+  // The guard ends where the buffer starts: its last changed byte is the nearest.
+  return written + "before its start written, nearest at byte " + std::to_string(bytes - d.last) +
+         " before it";
 }
 
 }  // namespace kbench

@@ -56,14 +56,19 @@ std::string describe_bitwise_diff(const std::string& output_name, const BitwiseD
 std::string describe_changed_input(const std::string& input_name, const BitwiseDiff& d,
                                    size_t numel, const void* before, const void* after, DType t);
 
-// The bytes after a buffer's end that a launch must leave as the harness filled them (each
-// `fill`): how many it changed and the first, as "y: 2 of the 4096 bytes after its end
-// written, first at byte 0 after it" (describe_guard; "" where none changed).
+// The bytes beside a buffer that a launch must leave as the harness filled them (each `fill`):
+// how many it changed, the first and the last, as "y: 2 of the 4096 bytes after its end
+// written, first at byte 0 after it" or "y: 1 of the 4096 bytes before its start written,
+// nearest at byte 1 before it" (describe_guard; "" where none changed). Bytes after an end are
+// counted from 0 (the one an overrun writes first), bytes before a start from 1 (start - 1).
 struct GuardDiff {
   size_t count = 0;
   size_t first = 0;
+  size_t last = 0;
 };
+enum class GuardSide { before, after };
 GuardDiff guard_diff(const unsigned char* guard, size_t bytes, unsigned char fill);
-std::string describe_guard(const std::string& buffer_name, const GuardDiff& d, size_t bytes);
+std::string describe_guard(const std::string& buffer_name, const GuardDiff& d, size_t bytes,
+                           GuardSide side);
 
 }  // namespace kbench

@@ -25,12 +25,36 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Bytes after each output and after the workspace, filled with kGuardByte, that a launch must
-// leave as they are: a write past an end (a vector tail, a row index off by one) changes them.
-// In `kbench check` and the GPU tests only: `run` keeps its buffers' exact sizes, since where a
-// buffer lies can move a kernel's time (NOTES: spare pads before each tensor).
+// Bytes before and after each output and the workspace, filled with kGuardByte, that a launch
+// must leave as they are: a write past an end (a vector tail, a row index off by one) or before
+// a start (row -1, an offset that went negative) changes them. In `kbench check` and the GPU
+// tests only: `run` keeps its buffers' exact sizes and places, since where a buffer lies can
+// move a kernel's time (NOTES: spare pads before each tensor).
 constexpr size_t kGuardBytes = 4096;
 constexpr unsigned char kGuardByte = 0xa5;
+
+// `bytes` of device memory with `guard` bytes before and after them, in one allocation; get()
+// is the first of the `bytes` (nullptr where there are none). A guard of 4096 keeps get() as
+// aligned as the allocation, for every vector and bulk copy.
+class GuardedBuffer {
+ public:
+  GuardedBuffer(size_t bytes, size_t guard)
+      : allocation_(bytes > 0 ? bytes + 2 * guard : 0), bytes_(bytes), guard_(guard) {}
+
+  void* get() const { return bytes_ > 0 ? static_cast<char*>(allocation_.get()) + guard_ : nullptr; }
+  size_t bytes() const { return bytes_; }
+  size_t guard() const { return guard_; }
+  void* before() const { return allocation_.get(); }
+  void* after() const { return static_cast<char*>(get()) + bytes_; }
+  void download(void* host, size_t bytes) const {
+    KB_GPU_CHECK(gpuMemcpy(host, get(), bytes, gpuMemcpyDeviceToHost));
+  }
+
+ private:
+  DeviceBuffer allocation_;
+  size_t bytes_ = 0;
+  size_t guard_ = 0;
+};
 
 double physical_memory_bytes() {
   return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
@@ -87,6 +111,7 @@ struct PointData {
   std::vector<DeviceBuffer> device_inputs;
   // Other values of the same inputs (another seed), for the launch before each later check.
   std::vector<DeviceBuffer> other_device_inputs;
+  std::vector<HostTensor> other_inputs;  // their bytes as uploaded (no values: not referenced)
   std::vector<std::vector<double>> reference;  // one per output
   std::vector<std::vector<double>> atol_scales;  // one per output; empty: factor 1
   std::vector<int64_t> output_sizes;
@@ -238,10 +263,13 @@ class SweepRunner {
     const double device_free = static_cast<double>(device_free_bytes());
     if (device_need > 0.95 * device_free)
       return "needs " + gigabytes(device_need) + " of GPU memory, " + gigabytes(device_free) + " free";
-    // Later checks keep the first launch's outputs beside each later launch's.
+    // Later checks keep the first launch's outputs beside each later launch's, and the other
+    // inputs' bytes.
     const double host_need = total_bytes(op.inputs, *in, t, true) +
                              total_bytes(op.outputs, *out, t, true) +
-                             (options_.later_checks > 0 ? total_bytes(op.outputs, *out, t, false) : 0);
+                             (options_.later_checks > 0 ? total_bytes(op.outputs, *out, t, false) +
+                                                              total_bytes(op.inputs, *in, t, false)
+                                                        : 0);
     if (host_need > 0.8 * physical_memory_bytes())
       return "reference needs " + gigabytes(host_need) + " of host memory, " +
              gigabytes(physical_memory_bytes()) + " installed";
@@ -261,11 +289,13 @@ class SweepRunner {
     }
     if (options_.later_checks > 0) {
       for (size_t i = 0; i < op.inputs.size(); ++i) {
-        const HostTensor other = make_input(op.inputs[i], t, s,
-                                            tensor_seed(options_.seed, op.name, t, s, op.inputs.size() + i),
-                                            options_.values);
+        HostTensor other = make_input(op.inputs[i], t, s,
+                                      tensor_seed(options_.seed, op.name, t, s, op.inputs.size() + i),
+                                      options_.values);
         p.other_device_inputs.emplace_back(other.bytes.size());
         p.other_device_inputs.back().upload(other.bytes.data(), other.bytes.size());
+        other.values = {};
+        p.other_inputs.push_back(std::move(other));
       }
     }
     for (const HostTensor& h : p.inputs) ref.inputs.push_back(&h.values);
@@ -325,21 +355,20 @@ class SweepRunner {
   void run_checked_and_timed(const OpDescriptor& op, const ImplDescriptor& impl, DType t,
                              const Shape& s, PointData& data, ResultRow& row) {
     gpuStream_t stream = device_->stream;
-    std::vector<DeviceBuffer> outputs;
+    std::vector<GuardedBuffer> outputs;
     for (size_t i = 0; i < op.outputs.size(); ++i) {
-      const size_t bytes = output_bytes(op, t, data, i);
-      outputs.emplace_back(bytes + guard_bytes());
-      fill_guard(outputs.back().get(), bytes);
+      outputs.emplace_back(output_bytes(op, t, data, i), guard_bytes());
+      fill_guards(outputs.back());
     }
     const size_t ws_bytes =
         impl.workspace_bytes ? impl.workspace_bytes(s, t, device_->info.sm_count) : 0;
-    DeviceBuffer workspace(ws_bytes > 0 ? ws_bytes + guard_bytes() : 0);
+    GuardedBuffer workspace(ws_bytes, guard_bytes());
     // Poisoned before the first launch as the outputs are (all-ones bytes: NaN in every dtype,
     // the largest count): an impl is promised no zeros, as under a caching allocator, though a
     // fresh allocation often reads zero. The later launches see what earlier ones left.
     if (ws_bytes > 0) {
       KB_GPU_CHECK(gpuMemsetAsync(workspace.get(), 0xff, ws_bytes, stream));
-      fill_guard(workspace.get(), ws_bytes);
+      fill_guards(workspace);
     }
 
     LaunchArgs args;
@@ -347,7 +376,7 @@ class SweepRunner {
     args.dtype = t;
     args.eps = static_cast<float>(op.eps);
     for (const DeviceBuffer& b : data.device_inputs) args.inputs.push_back(b.get());
-    for (DeviceBuffer& b : outputs) args.outputs.push_back(b.get());
+    for (GuardedBuffer& b : outputs) args.outputs.push_back(b.get());
     args.workspace = workspace.get();
     args.workspace_bytes = ws_bytes;
     args.sm_count = device_->info.sm_count;
@@ -355,7 +384,7 @@ class SweepRunner {
 
     // Correctness: poison every output with NaN, launch once, compare with the reference.
     OutputBytes first_launch;  // kept for the later checks
-    record_check(row, launch_and_check(op, impl, t, s, data, outputs, args, first_launch), "");
+    record_check(row, launch_and_check(op, impl, t, s, data, outputs, workspace, args, first_launch), "");
     if (options_.measure) measure_into(row, op, impl, t, s, args);
 
     // Checked again on a later launch (after the timed ones in `run`): the number is only worth
@@ -369,9 +398,10 @@ class SweepRunner {
     // --later-checks N repeats it, for a kernel wrong on one launch in many.
     OutputBytes later_launch;  // one set of host buffers for every later check
     for (int k = 1; k <= options_.later_checks && row.status == "pass"; ++k) {
-      launch_on_other_inputs(impl, args, data);
-      CheckVerdict verdict = launch_and_check(op, impl, t, s, data, outputs, args, later_launch);
+      const std::string other_launch = launch_on_other_inputs(op, impl, t, args, data);
+      CheckVerdict verdict = launch_and_check(op, impl, t, s, data, outputs, workspace, args, later_launch);
       if (verdict.result.pass) compare_launches(op, t, data, first_launch, later_launch, verdict);
+      if (!other_launch.empty()) verdict.fail(other_launch);
       record_check(row, verdict, later_check_name(k));
     }
   }
@@ -408,13 +438,18 @@ class SweepRunner {
 
   using OutputBytes = std::vector<std::vector<unsigned char>>;  // each output, as downloaded
 
-  // One launch on the point's other input values (unchecked: what it leaves behind is the point).
-  void launch_on_other_inputs(const ImplDescriptor& impl, const LaunchArgs& args,
-                              const PointData& data) const {
+  // One launch on the point's other input values: its outputs are not checked (what it leaves
+  // behind is the point), but it too must leave its inputs as they were. "" where it did, else
+  // the failure lines.
+  std::string launch_on_other_inputs(const OpDescriptor& op, const ImplDescriptor& impl, DType t,
+                                     const LaunchArgs& args, const PointData& data) const {
     LaunchArgs other = args;
     for (size_t i = 0; i < other.inputs.size(); ++i) other.inputs[i] = data.other_device_inputs[i].get();
     impl.launch(other);
     KB_GPU_CHECK(gpuStreamSynchronize(device_->stream));
+    CheckVerdict verdict;
+    check_inputs_unchanged(op, t, data.other_inputs, data.other_device_inputs, verdict);
+    return verdict.why.empty() ? "" : "the launch on other values: " + verdict.why;
   }
 
   size_t guard_bytes() const { return options_.measure ? 0 : kGuardBytes; }
@@ -423,32 +458,34 @@ class SweepRunner {
     return static_cast<size_t>(data.output_sizes[i]) * dtype_size(tensor_dtype(op.outputs[i], t));
   }
 
-  // The guard after a buffer's first `bytes` (none in `run`).
-  void fill_guard(void* buffer, size_t bytes) const {
-    if (guard_bytes() == 0) return;
-    KB_GPU_CHECK(gpuMemsetAsync(static_cast<char*>(buffer) + bytes, kGuardByte, guard_bytes(),
-                                device_->stream));
+  // The guards before and after a buffer (none in `run`).
+  void fill_guards(const GuardedBuffer& b) const {
+    if (b.guard() == 0 || b.bytes() == 0) return;
+    for (void* guard : {b.before(), b.after()})
+      KB_GPU_CHECK(gpuMemsetAsync(guard, kGuardByte, b.guard(), device_->stream));
   }
 
-  // A launch that wrote past a buffer's end fails the verdict.
-  void check_guard(const std::string& name, const void* buffer, size_t bytes,
-                   CheckVerdict& verdict) const {
-    if (guard_bytes() == 0) return;
-    std::vector<unsigned char> guard(guard_bytes());
-    KB_GPU_CHECK(gpuMemcpy(guard.data(), static_cast<const char*>(buffer) + bytes, guard.size(),
-                           gpuMemcpyDeviceToHost));
-    const GuardDiff d = guard_diff(guard.data(), guard.size(), kGuardByte);
-    if (d.count > 0) verdict.fail(describe_guard(name, d, guard.size()));
+  // A launch that wrote before a buffer's start or past its end fails the verdict.
+  void check_guards(const std::string& name, const GuardedBuffer& b, CheckVerdict& verdict) const {
+    if (b.guard() == 0 || b.bytes() == 0) return;
+    std::vector<unsigned char> guard(b.guard());
+    for (GuardSide side : {GuardSide::before, GuardSide::after}) {
+      KB_GPU_CHECK(gpuMemcpy(guard.data(), side == GuardSide::before ? b.before() : b.after(),
+                             guard.size(), gpuMemcpyDeviceToHost));
+      const GuardDiff d = guard_diff(guard.data(), guard.size(), kGuardByte);
+      if (d.count > 0) verdict.fail(describe_guard(name, d, guard.size(), side));
+    }
   }
 
   // A launch that changed one of its inputs fails the verdict: they are the caller's, read only.
-  void check_inputs_unchanged(const OpDescriptor& op, DType t, const PointData& data,
-                              CheckVerdict& verdict) const {
+  // `uploaded` holds the bytes each of `device` was given.
+  void check_inputs_unchanged(const OpDescriptor& op, DType t, const std::vector<HostTensor>& uploaded,
+                              const std::vector<DeviceBuffer>& device, CheckVerdict& verdict) const {
     std::vector<unsigned char>& now = downloaded_input_;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
-      const HostTensor& before = data.inputs[i];
+      const HostTensor& before = uploaded[i];
       now.resize(before.bytes.size());
-      data.device_inputs[i].download(now.data(), now.size());
+      device[i].download(now.data(), now.size());
       const DType it = tensor_dtype(op.inputs[i], t);
       const size_t numel = static_cast<size_t>(before.numel);
       const BitwiseDiff d = bitwise_diff(before.bytes.data(), now.data(), numel, it);
@@ -460,11 +497,11 @@ class SweepRunner {
 
   // Poisons every output with NaN, launches once and compares each output with the reference;
   // the outputs' bytes are left in `downloaded`. And the launch must have left its inputs and
-  // the bytes past its outputs' and workspace's ends as they were.
+  // the bytes beside its outputs and workspace as they were.
   CheckVerdict launch_and_check(const OpDescriptor& op, const ImplDescriptor& impl, DType t,
                                 const Shape& s, const PointData& data,
-                                std::vector<DeviceBuffer>& outputs, const LaunchArgs& args,
-                                OutputBytes& downloaded) const {
+                                std::vector<GuardedBuffer>& outputs, const GuardedBuffer& workspace,
+                                const LaunchArgs& args, OutputBytes& downloaded) const {
     gpuStream_t stream = device_->stream;
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       const DType ot = tensor_dtype(op.outputs[i], t);
@@ -474,10 +511,9 @@ class SweepRunner {
     impl.launch(args);
     KB_GPU_CHECK(gpuStreamSynchronize(stream));
     CheckVerdict verdict = check_outputs(op, t, s, data, outputs, downloaded);
-    for (size_t i = 0; i < op.outputs.size(); ++i)
-      check_guard(op.outputs[i].name, outputs[i].get(), output_bytes(op, t, data, i), verdict);
-    if (args.workspace_bytes > 0) check_guard("workspace", args.workspace, args.workspace_bytes, verdict);
-    check_inputs_unchanged(op, t, data, verdict);
+    for (size_t i = 0; i < op.outputs.size(); ++i) check_guards(op.outputs[i].name, outputs[i], verdict);
+    check_guards("workspace", workspace, verdict);
+    check_inputs_unchanged(op, t, data.inputs, data.device_inputs, verdict);
     return verdict;
   }
 
@@ -527,7 +563,7 @@ class SweepRunner {
   }
 
   CheckVerdict check_outputs(const OpDescriptor& op, DType t, const Shape& s, const PointData& data,
-                             const std::vector<DeviceBuffer>& outputs,
+                             const std::vector<GuardedBuffer>& outputs,
                              OutputBytes& downloaded) const {
     CheckVerdict verdict;
     std::vector<CheckResult> parts;

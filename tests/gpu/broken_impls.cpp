@@ -7,8 +7,10 @@
 // so seen only where the launch before the second check ran on other values; test_intermittent
 // leaves it unwritten on one launch in seven, seen only by enough later checks;
 // test_zeroed_workspace is right only on a zeroed workspace, seen because the harness poisons it;
-// test_past_output_end, test_past_workspace_end and test_writes_input write where they must
-// not, seen by the guards after the buffers and the inputs' check).
+// test_past_output_end, test_before_output_start, test_past_workspace_end and test_writes_input
+// write where they must not, seen by the guards beside the buffers and the inputs' check;
+// test_writes_input_on_second_launch too, but only on its second launch, which in `check` is
+// the unchecked one on other values).
 // Registered only in the GPU test program.
 #include <cmath>
 #include <cstdint>
@@ -114,12 +116,19 @@ void zeroed_workspace(const LaunchArgs& args) {
 }
 
 // Right, but each writes where an impl must not, leaving its outputs right: one element past
-// the end of y (a vector tail stored whole, a row index one too far), the word past the end of
-// its 4-byte workspace, or x's last element (an input used as scratch, zeroed once read).
+// the end of y (a vector tail stored whole, a row index one too far), one before its start
+// (row -1), the word past the end of its 4-byte workspace, or x's last element (an input used
+// as scratch, zeroed once read).
 void past_output_end(const LaunchArgs& args) {
   run_real(args);
   const size_t size = dtype_size(args.dtype);
   KB_GPU_CHECK(gpuMemset(static_cast<char*>(last_element(args)) + size, 0, size));
+}
+
+void before_output_start(const LaunchArgs& args) {
+  run_real(args);
+  const size_t size = dtype_size(args.dtype);
+  KB_GPU_CHECK(gpuMemset(static_cast<char*>(args.outputs[0]) - size, 0, size));
 }
 
 void past_workspace_end(const LaunchArgs& args) {
@@ -132,6 +141,13 @@ void writes_input(const LaunchArgs& args) {
   const size_t size = dtype_size(args.dtype);
   char* x = static_cast<char*>(const_cast<void*>(args.inputs[0]));
   KB_GPU_CHECK(gpuMemset(x + (args.shape.m * args.shape.n - 1) * size, 0, size));
+}
+
+// writes_input on its second launch only: in `check` the launch on other values before the
+// first later check, whose own inputs are right again.
+void writes_input_on_second_launch(const LaunchArgs& args) {
+  if (later_launches++ == 1) return writes_input(args);
+  run_real(args);
 }
 
 }  // namespace
@@ -150,11 +166,15 @@ KBENCH_REGISTER(broken_impls) {
       .workspace([](const Shape&, DType, int) -> size_t { return sizeof(uint32_t); })
       .note("test only");
   register_impl("rmsnorm", "test_past_output_end").launch(past_output_end).note("test only");
+  register_impl("rmsnorm", "test_before_output_start").launch(before_output_start).note("test only");
   register_impl("rmsnorm", "test_past_workspace_end")
       .launch(past_workspace_end)
       .workspace([](const Shape&, DType, int) -> size_t { return sizeof(uint32_t); })
       .note("test only");
   register_impl("rmsnorm", "test_writes_input").launch(writes_input).note("test only");
+  register_impl("rmsnorm", "test_writes_input_on_second_launch")
+      .launch(writes_input_on_second_launch)
+      .note("test only");
 }
 
 }  // namespace kbench

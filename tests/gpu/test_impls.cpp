@@ -270,9 +270,9 @@ TEST(BrokenImpls, AssumingAZeroedWorkspaceIsCaught) {
 }
 
 // And writes where an impl must not, each leaving the outputs right, so that only the check
-// that looks there fails it, on the first launch: past the end of y or of the workspace (the
-// guard bytes after each buffer, `kbench check` only: run's buffers keep their exact sizes),
-// or into an input (in `run` too).
+// that looks there fails it, on the first launch: past the end of y or of the workspace, or
+// before y's start (the guard bytes beside each buffer, `kbench check` only: run's buffers keep
+// their exact sizes and places), or into an input (in `run` too).
 TEST(BrokenImpls, WritesOutsideTheOutputsAreCaught) {
   struct Case {
     const char* impl;
@@ -283,6 +283,7 @@ TEST(BrokenImpls, WritesOutsideTheOutputsAreCaught) {
     const std::string size = std::to_string(dtype_size(t));
     for (const Case& c :
          {Case{"test_past_output_end", "y: " + size + " of the 4096 bytes after its end written, first at byte 0 after it", false},
+          Case{"test_before_output_start", "y: " + size + " of the 4096 bytes before its start written, nearest at byte 1 before it", false},
           Case{"test_past_workspace_end", "workspace: 4 of the 4096 bytes after its end written, first at byte 0 after it", false},
           Case{"test_writes_input", "x: 1 of 28679 elements changed by the launch, first at 28678: ", false},
           Case{"test_writes_input", "x: 1 of 28679 elements changed by the launch, first at 28678: ", true}})
@@ -293,6 +294,23 @@ TEST(BrokenImpls, WritesOutsideTheOutputsAreCaught) {
         EXPECT_EQ(r.note.find("tolerance"), std::string::npos) << r.note;  // the outputs are right
       }
   }
+}
+
+// And the launch on other values before each later check, whose outputs are not checked: it
+// must leave its inputs as they were too. test_writes_input_on_second_launch writes into x on
+// that launch only (in `kbench check`), so every checked launch's inputs and outputs are right.
+// (In `run` its second launch is a timed one, on the point's own inputs, which the later
+// check compares: test_writes_input's case above.)
+TEST(BrokenImpls, WritingAnInputOnTheLaunchOnOtherValuesIsCaught) {
+  for (DType t : kAllDTypes)
+    for (const LaterLaunchMode& mode :
+         {LaterLaunchMode{0, false, "pass", ""},
+          LaterLaunchMode{1, false, "fail", "on a second launch: the launch on other values: x: 1 of 28679 elements changed by the launch, first at 28678: "}}) {
+      const ResultRow r = run_later_launch_impl("test_writes_input_on_second_launch", t, mode.later_checks, mode.measure);
+      EXPECT_EQ(r.status, mode.status) << dtype_name(t) << " later checks " << mode.later_checks << " measure " << mode.measure << ": " << r.note;
+      EXPECT_EQ(r.note.rfind(mode.note, 0), 0u) << dtype_name(t) << ": " << r.note;  // the only line
+      EXPECT_EQ(r.note.find("tolerance"), std::string::npos) << dtype_name(t) << ": " << r.note;
+    }
 }
 
 }  // namespace

@@ -159,20 +159,30 @@ TEST(Check, DescribeChangedInput) {
             "x: 2 of 3 elements changed by the launch, first at 1: 0.25, then 0");
 }
 
-// The bytes past a buffer's end: any byte not the fill counts, wherever it is, and none is "".
+// The bytes beside a buffer: any byte not the fill counts, wherever it is, and none is "".
+// After an end the first changed byte is named (from 0), before a start the nearest (from 1).
 TEST(Check, GuardDiffCountsEveryChangedByte) {
   std::vector<unsigned char> guard(4096, 0xa5);
   EXPECT_EQ(guard_diff(guard.data(), guard.size(), 0xa5).count, 0u);
-  EXPECT_EQ(describe_guard("y", guard_diff(guard.data(), guard.size(), 0xa5), guard.size()), "");
-  guard[0] = 0;      // the byte right after the end: the usual overrun
-  guard[4095] = 0xa4;  // the last: one bit
+  for (GuardSide side : {GuardSide::before, GuardSide::after})
+    EXPECT_EQ(describe_guard("y", guard_diff(guard.data(), guard.size(), 0xa5), guard.size(), side), "");
+  guard[0] = 0;      // after an end, the byte right after it: the usual overrun
+  guard[4095] = 0xa4;  // one bit; before a start, the byte right before it (index -1)
   const GuardDiff d = guard_diff(guard.data(), guard.size(), 0xa5);
   EXPECT_EQ(d.count, 2u);
   EXPECT_EQ(d.first, 0u);
-  EXPECT_EQ(describe_guard("workspace", d, guard.size()),
+  EXPECT_EQ(d.last, 4095u);
+  EXPECT_EQ(describe_guard("workspace", d, guard.size(), GuardSide::after),
             "workspace: 2 of the 4096 bytes after its end written, first at byte 0 after it");
+  EXPECT_EQ(describe_guard("workspace", d, guard.size(), GuardSide::before),
+            "workspace: 2 of the 4096 bytes before its start written, nearest at byte 1 before it");
   guard[0] = 0xa5;
-  EXPECT_EQ(guard_diff(guard.data(), guard.size(), 0xa5).first, 4095u);
+  guard[4095] = 0xa5;
+  guard[4000] = 0;
+  EXPECT_EQ(describe_guard("y", guard_diff(guard.data(), guard.size(), 0xa5), guard.size(), GuardSide::before),
+            "y: 1 of the 4096 bytes before its start written, nearest at byte 96 before it");
+  EXPECT_EQ(describe_guard("y", guard_diff(guard.data(), guard.size(), 0xa5), guard.size(), GuardSide::after),
+            "y: 1 of the 4096 bytes after its end written, first at byte 4000 after it");
 }
 
 TEST(Check, InfinityHandling) {
