@@ -33,6 +33,7 @@ struct RunCommandOptions {
   std::string threshold = "5";
   std::vector<std::string> inject_slowdown;  // test-only: IMPL=PCT
   bool check_once = false;               // no checked later launch (--later-checks 0)
+  bool no_guards = false;                // check only: buffers at their exact sizes and places
   int later_checks = 1;
 };
 
@@ -130,6 +131,7 @@ int execute(const RunCommandOptions& o, bool measure) {
   resolve_selection(o.selection, options);  // exit 2 here, before any GPU call
   options.measure = measure;
   options.later_checks = o.check_once ? 0 : o.later_checks;
+  options.guards = !o.no_guards;
   options.timing = o.timing;
   options.timing.cold_l2 = o.l2 == "cold";
   options.ceilings_path = o.ceilings;
@@ -196,6 +198,10 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", o->format, "Terminal output: table | csv | json | none")
       ->check(CLI::IsMember({"table", "csv", "json", "none"}))->capture_default_str();
   add_later_check_options(cmd, *o);
+  cmd->add_flag("--no-guards", o->no_guards,
+                "No guard bytes beside the outputs and workspace: buffers at their exact sizes and "
+                "places, as `run` has them (for compute-sanitizer, whose memcheck then sees every "
+                "access past an end or before a start)");
   cmd->callback([o, &exit_code] { exit_code = execute(*o, false); });
 }
 

@@ -29,7 +29,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // must leave as they are: a write past an end (a vector tail, a row index off by one) or before
 // a start (row -1, an offset that went negative) changes them. In `kbench check` and the GPU
 // tests only: `run` keeps its buffers' exact sizes and places, since where a buffer lies can
-// move a kernel's time (NOTES: spare pads before each tensor).
+// move a kernel's time (NOTES: spare pads before each tensor); so does `check --no-guards`,
+// for compute-sanitizer, whose memcheck sees a buffer's bounds only where the allocation ends.
 constexpr size_t kGuardBytes = 4096;
 constexpr unsigned char kGuardByte = 0xa5;
 
@@ -452,7 +453,7 @@ class SweepRunner {
     return verdict.why.empty() ? "" : "the launch on other values: " + verdict.why;
   }
 
-  size_t guard_bytes() const { return options_.measure ? 0 : kGuardBytes; }
+  size_t guard_bytes() const { return options_.measure || !options_.guards ? 0 : kGuardBytes; }
 
   static size_t output_bytes(const OpDescriptor& op, DType t, const PointData& data, size_t i) {
     return static_cast<size_t>(data.output_sizes[i]) * dtype_size(tensor_dtype(op.outputs[i], t));

@@ -22,6 +22,8 @@ struct RunOptions {
   SweepLevel sweep = SweepLevel::standard;
   std::vector<int> devices = {0};
   bool measure = true;             // false: correctness only (`kbench check`)
+  bool guards = true;              // correctness only: guard bytes before and after each output
+                                   // and the workspace (false: exact sizes and places, as `run`)
   int later_checks = 1;            // checks on later launches (after the timed ones, or
                                    // correctness only, the first), each preceded by one on
                                    // other values; their outputs bit for bit the first

@@ -37,6 +37,7 @@ grep -q '256x1024.*,pass,' "$tmp/a.csv" || fail "no pass row after the skipped p
 "$kbench" check rmsnorm rmsnorm_bwd --shape 7x4097 || fail "check exit $?"
 "$kbench" check rmsnorm --shape 7x4097 --check-once || fail "check --check-once exit $?"
 "$kbench" check rmsnorm --shape 7x4097 --later-checks 3 || fail "check --later-checks 3 exit $?"
+"$kbench" check rmsnorm_bwd --shape 7x4097 --no-guards || fail "check --no-guards exit $?"
 "$kbench" run rmsnorm --impl v1_naive --dtype fp32 --shape 1024x1024 --l2 hot --samples 5 \
   --no-csv --json "$tmp/r.json" --gbench-json "$tmp/gb.json" || fail "run --l2 hot"
 python3 -m json.tool "$tmp/r.json" >/dev/null || fail "--json output is not JSON"

@@ -25,6 +25,7 @@ expect() {
 expect 0 "Subcommands" --help
 for cmd in list devices calibrate run check compare; do expect 0 "Usage" "$cmd" --help; done
 for cmd in run check; do expect 0 "--later-checks" "$cmd" --help; done
+expect 0 "--no-guards" check --help
 expect 2 "" # no subcommand
 expect 2 "nosuch" nosuch
 expect 0 "rmsnorm" list
@@ -56,6 +57,7 @@ expect 2 "later-checks: Value -1 not in range" check rmsnorm --later-checks -1
 expect 2 "later-checks" check rmsnorm --later-checks many
 expect 2 "later-checks" run rmsnorm --later-checks 1000001
 expect 2 "later-checks excludes --check-once" check rmsnorm --check-once --later-checks 3
+expect 2 "no-guards" run rmsnorm --no-guards  # run has no guards to drop
 expect 2 "min-samples" run rmsnorm --min-samples 50 --max-samples 10
 expect 2 "give ops or --all" run rmsnorm --all
 expect 2 "bad --device" calibrate --device -3

@@ -25,10 +25,12 @@ while [[ $1 != -o ]]; do shift; done
 printf '#!/usr/bin/env bash\ncase $1 in racy_plain) exit ${FAKE_RACY_PLAIN_RC:-9};; clean_*) exit ${FAKE_CLEAN_RC:-0};; *) exit 9;; esac\n' >"$2"
 chmod +x "$2"
 EOF
-# kbench: two ops; `check` writes one passing row to its --csv and exits FAKE_KBENCH_RC.
+# kbench: two ops; `check` writes one passing row to its --csv and exits FAKE_KBENCH_RC. A
+# check with guard bytes is an error (exit 9): they would hide accesses near a buffer's ends.
 cat >"$dir/kbench" <<'EOF'
 #!/usr/bin/env bash
 [[ $1 == list ]] && { echo '[{"op": "rmsnorm"}, {"op": "layernorm"}]'; exit 0; }
+[[ " $* " == *" --no-guards "* ]] || exit 9
 while [[ $# -gt 0 && $1 != --csv ]]; do shift; done
 printf 'header\nx,%s,pass,y\n' "$2" >"$2"
 echo "========= ERROR SUMMARY: 0 errors"
