@@ -295,7 +295,7 @@ class SweepRunner {
                                       options_.values);
         p.other_device_inputs.emplace_back(other.bytes.size());
         p.other_device_inputs.back().upload(other.bytes.data(), other.bytes.size());
-        other.values = {};
+        other.values = std::vector<double>();  // freed (`= {}` would clear and keep the capacity)
         p.other_inputs.push_back(std::move(other));
       }
     }
