@@ -150,31 +150,29 @@ void writes_input_on_second_launch(const LaunchArgs& args) {
   run_real(args);
 }
 
+// A test-only rmsnorm impl; `workspace`: it uses a 4-byte workspace.
+void register_test_impl(const char* name, void (*launch)(const LaunchArgs&), bool workspace = false) {
+  ImplBuilder impl = register_impl("rmsnorm", name).launch(launch).note("test only");
+  if (workspace) impl.workspace([](const Shape&, DType, int) -> size_t { return sizeof(uint32_t); });
+}
+
 }  // namespace
 
 void reset_test_later_launches() { later_launches = 0; }
 
 KBENCH_REGISTER(broken_impls) {
-  register_impl("rmsnorm", "test_off_by_one_last").launch(off_by_one_last).note("test only");
-  register_impl("rmsnorm", "test_unwritten_last").launch(unwritten_last).note("test only");
-  register_impl("rmsnorm", "test_right_once").launch(right_once).note("test only");
-  register_impl("rmsnorm", "test_unsteady").launch(unsteady).note("test only");
-  register_impl("rmsnorm", "test_stale").launch(stale).note("test only");
-  register_impl("rmsnorm", "test_intermittent").launch(intermittent).note("test only");
-  register_impl("rmsnorm", "test_zeroed_workspace")
-      .launch(zeroed_workspace)
-      .workspace([](const Shape&, DType, int) -> size_t { return sizeof(uint32_t); })
-      .note("test only");
-  register_impl("rmsnorm", "test_past_output_end").launch(past_output_end).note("test only");
-  register_impl("rmsnorm", "test_before_output_start").launch(before_output_start).note("test only");
-  register_impl("rmsnorm", "test_past_workspace_end")
-      .launch(past_workspace_end)
-      .workspace([](const Shape&, DType, int) -> size_t { return sizeof(uint32_t); })
-      .note("test only");
-  register_impl("rmsnorm", "test_writes_input").launch(writes_input).note("test only");
-  register_impl("rmsnorm", "test_writes_input_on_second_launch")
-      .launch(writes_input_on_second_launch)
-      .note("test only");
+  register_test_impl("test_off_by_one_last", off_by_one_last);
+  register_test_impl("test_unwritten_last", unwritten_last);
+  register_test_impl("test_right_once", right_once);
+  register_test_impl("test_unsteady", unsteady);
+  register_test_impl("test_stale", stale);
+  register_test_impl("test_intermittent", intermittent);
+  register_test_impl("test_zeroed_workspace", zeroed_workspace, true);
+  register_test_impl("test_past_output_end", past_output_end);
+  register_test_impl("test_before_output_start", before_output_start);
+  register_test_impl("test_past_workspace_end", past_workspace_end, true);
+  register_test_impl("test_writes_input", writes_input);
+  register_test_impl("test_writes_input_on_second_launch", writes_input_on_second_launch);
 }
 
 }  // namespace kbench
