@@ -238,8 +238,9 @@ TEST(BrokenImpls, WrongOnOneLaunchInManyIsCaughtByMoreLaterChecks) {
 }
 
 // And bitwise: test_unsteady is within tolerance on every launch but one ulp off its first
-// launch's bits from the second on (at an element where one ulp is within every tolerance). Only the comparison of the two launches catches it: the
-// failing note names no tolerance, and the row's errors are the second launch's (within it).
+// launch's bits from the second on (at an element where one ulp is within every tolerance).
+// Only the comparison of the two launches catches it: the failing note names no tolerance,
+// and the row's errors are the second launch's (within it).
 TEST(BrokenImpls, BitsThatChangeFromLaunchToLaunchAreCaught) {
   for (DType t : kAllDTypes)
     for (const LaterLaunchMode& mode :
