@@ -38,7 +38,7 @@ struct Collect : Reporter {
 // elements). 4099 x 4097 keeps the case of wide, unaligned rows with many rows per block.
 // Aligned rows a little past each staged-row capacity (kernels/common/staged_rows.cuh: a
 // 512-thread block with 1, 2 or 4 packs per thread, clusters of 2, 4, 8 blocks) with several
-// rows per block or cluster: 2000 x 1032, 64 x 5128, 7 x 8200, 300 x 16392, 270 x 65536; and
+// rows per block or cluster: 2000 x 1032, 64 x 5128, 7 x 8200, 300 x 16392, 70 x 65536; and
 // rows between (layernorm's forward on one block at 5 packs, layernorm_bwd over groups of 5,
 // 8 and 10 blocks, polynorm_bwd over 10, and the forwards over 4 or 8 blocks at 5/8 of their
 // packs, in bf16 each block's slice ending inside a warp: staged_config.h): 9 x 18440,
@@ -49,11 +49,7 @@ struct Collect : Reporter {
 // KBENCH_PIPELINED_ROW_IN_REGS), with more rows than a step holds, so each team passes its
 // registers on from row to row: 130 x 32768 (layernorm over 4 blocks; with fast memory on one
 // block at 8 packs, w and b in registers), 125 x 40000 (rmsnorm's 5/8 rows over 4 blocks);
-// 270 x 65536 does polynorm's, and takes polynorm v6's ring of chunks (kernels/common/
-// ring_rows.cuh: one block per SM, 28 chunks of 8 KB, a 64K 16-bit row 16 of them) past its
-// last slot on every block of 132 SMs (2 rows, 32 chunks), so each slot is refilled and its
-// barrier's phase turns; polynorm v6's 8-pack rings (32K 16-bit, 16K fp32) turn at 500 x 16384
-// in fp32 (3.5 rows a ring).
+// 70 x 65536 does polynorm's.
 // Rows one block's teams of 32 to 256 threads hold at 8 packs per thread (the one-tensor
 // forwards at 2K-16K bf16; layernorm's w and b in registers there with fast memory): 17 x 2048,
 // 5 x 16384.
@@ -78,7 +74,7 @@ std::vector<Shape> edge_shapes() {
   for (int64_t m : {1, 7}) shapes.push_back({m, 65536});
   shapes.push_back({3, 131072});
   for (Shape s : {Shape{2000, 1032}, Shape{64, 5128}, Shape{7, 8200}, Shape{300, 16392},
-                  Shape{270, 65536}, Shape{9, 18440}, Shape{5, 24584}, Shape{40, 40000},
+                  Shape{70, 65536}, Shape{9, 18440}, Shape{5, 24584}, Shape{40, 40000},
                   Shape{3, 80000}, Shape{11, 49152}, Shape{130, 32768}, Shape{125, 40000},
                   Shape{17, 2048}, Shape{5, 16384}, Shape{7, 1024}, Shape{33, 1000},
                   Shape{65537, 8}, Shape{4099, 4096}, Shape{2000, 8192},
