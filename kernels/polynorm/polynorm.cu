@@ -34,11 +34,6 @@
 //                   memory (the H200) also the full 16-bit rows of a 256-thread team (16384),
 //                   their last rows claimed from a counter; other rows, and GPUs before
 //                   sm_90, take v4.
-//   v6_ring_rows    rows of 32K and 64K bf16 / fp16 (16K, 32K fp32) one block per SM through a
-//                   ring of 8 KB chunks in shared memory, the next rows' chunks in flight
-//                   (kernels/common/ring_rows.cuh), on all SMs where v4 and v5 take clusters
-//                   of 8 blocks at 64K; other rows take v5.
-#include "kernels/common/ring_rows.cuh"
 #include "kernels/polynorm/polynorm_math.h"
 
 namespace kbench {
@@ -70,15 +65,6 @@ struct PolynormBulk : PolynormFwdBulk<T, false> {
   static constexpr int kClaimsFromTeam = 256;
   static constexpr int kClaimedPercent = 40;
 };
-
-void launch_polynorm_fwd_ring(const LaunchArgs& a) {
-  dispatch_dtype(a.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (!ring_rows::launch_ring_rows<PolynormFwdBulk<T, false>>(fwd_params<T, false>(a), a)) {
-      launch_polynorm_fwd_bulk<PolynormBulk, false>(a);
-    }
-  });
-}
 
 }  // namespace
 
@@ -127,15 +113,6 @@ KBENCH_REGISTER(polynorm_v5_bulk_rows) {
       .note("x staged by bulk copies (TMA), 8 packs, full rows of a 128-thread team (and 256 on fast memory); else v4")
       .dtypes({DType::f32, DType::f16, DType::bf16})
       .launch(launch_polynorm_fwd_bulk<PolynormBulk, false>)
-      .rejects(accepts_any_shape)
-      .workspace(no_workspace);
-}
-
-KBENCH_REGISTER(polynorm_v6_ring_rows) {
-  register_impl("polynorm", "v6_ring_rows")
-      .note("32K / 64K bf16 rows one block per SM through a ring of 8 KB chunks (TMA); else v5")
-      .dtypes({DType::f32, DType::f16, DType::bf16})
-      .launch(launch_polynorm_fwd_ring)
       .rejects(accepts_any_shape)
       .workspace(no_workspace);
 }

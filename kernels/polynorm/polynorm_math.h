@@ -885,8 +885,6 @@ struct PolynormFwdBulk {
     const RowSums<3> sums{{total.x, total.y, total.z}};
     return fwd_coefs(sums, p.inv_cols, p.eps, load_weights_invariant(p.w, p.b));
   }
-  // The ring skeleton's (ring_rows.cuh) hook: x converted again for y, not kept as floats.
-  __device__ static void reload(Kept& kept, const Params& p) { reload_pack(kept.x, p.opaque_zero); }
   __device__ static void store(const Params& p, int64_t row, int col, const Kept& kept,
                                const Held&, const Stats& c) {
     if constexpr (kHasMul) {
