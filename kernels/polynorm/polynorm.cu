@@ -17,7 +17,8 @@
 //                   rows up to 2048 bf16, a block per row beyond (a team of exactly 3, 5
 //                   or 6 warps for 3072, 5120, 6144 bf16); 1536 threads per SM for 16-byte
 //                   rows up to 16384 bf16 (issue-bound: more warps); persistent grid, w and b
-//                   loaded once per thread, the three sums reduced together (one barrier).
+//                   loaded once per thread, the three sums reduced together (one barrier;
+//                   a two-warp team's 16-bit rows scatter them over its lanes first).
 //                   Unaligned rows use scalar accesses with the same layout (2 packs per
 //                   thread at most); rows beyond register capacity (65536 bf16 / 32768 fp32,
 //                   16384 / 8192 unaligned) take a chunked two-pass path.
