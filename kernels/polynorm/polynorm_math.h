@@ -529,7 +529,7 @@ void launch_fwd_v1(const FwdParams<T>& p, gpuStream_t stream) {
 // scripts/ab-flags.sh). v3, points of the copy ceiling, three passes in one call on each of two
 // H200s (NOTES, seventy-ninth session), against none: two-warp teams +1.0 to +1.9 at 16384x2048
 // (bf16; fp16 +0.3 / +0.5), +0.8 to +1.1 at 32768x2048, +2.5 to +3.7 at 21845x1536; every team
-// adds nothing at 1K (warp teams, -0.5 to +0.8) and reads -1.1 to +0.3 at 4K-16K (4-16 warps),
+// adds nothing at 1K (warp teams, -0.5 to +0.8) and reads -1.2 to +0.3 at 4K-16K (4-16 warps),
 // so those keep the plain butterflies. Not fused_mul_polynorm's rows (-3.6 at 2K in its one
 // pass), nor fp32's (whose 4-pack kernels spill 8 bytes at 40 registers with it).
 #ifndef KBENCH_POLYNORM_SCATTER_SUMS
