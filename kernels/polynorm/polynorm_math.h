@@ -530,8 +530,9 @@ void launch_fwd_v1(const FwdParams<T>& p, gpuStream_t stream) {
 // H200s (NOTES, seventy-ninth session), against none: two-warp teams +1.0 to +1.9 at 16384x2048
 // (bf16; fp16 +0.3 / +0.5), +0.8 to +1.1 at 32768x2048, +2.5 to +3.7 at 21845x1536; every team
 // adds nothing at 1K (warp teams, -0.5 to +0.8) and reads -1.2 to +0.3 at 4K-16K (4-16 warps),
-// so those keep the plain butterflies. Not fused_mul_polynorm's rows (-3.6 at 2K in its one
-// pass), nor fp32's (whose 4-pack kernels spill 8 bytes at 40 registers with it).
+// so those keep the plain butterflies; fitted teams (3-6 warps) summed the same way read -0.5 to
+// +1.0, as much as unchanged kernels moved in the same runs. Not fused_mul_polynorm's rows (-3.6
+// at 2K in its one pass), nor fp32's (whose 4-pack kernels spill 8 bytes at 40 registers with it).
 #ifndef KBENCH_POLYNORM_SCATTER_SUMS
 #define KBENCH_POLYNORM_SCATTER_SUMS 1
 #endif
