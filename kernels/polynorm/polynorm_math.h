@@ -67,9 +67,9 @@ __device__ __forceinline__ RowSums<K> zero_sums() {
 // one sum, not K; past the barrier, lane i adds sum i mod P over the team's warps by a
 // butterfly across the lanes that hold that sum; every lane then gathers the K totals from
 // lanes 0..K-1. For three sums over 2 warps about 26 instructions per thread against about 40,
-// over 8 warps about 30 against 50. Every warp of a team reads the same entries in the same
-// lanes, so all its threads get bitwise the same sums. Only polynorm's 16-bit register rows
-// take it (polynorm_fwd_regs, kScattersFwdSums).
+// over 8 warps about 30 against 50 (counted by hand). Every warp of a team reads the same
+// entries in the same lanes, so all its threads get bitwise the same sums. Only polynorm's
+// 16-bit register rows take it (polynorm_fwd_regs, kScattersFwdSums).
 __host__ __device__ constexpr int padded_sums(int k) {
   int p = 2;
   while (p < k) p *= 2;
