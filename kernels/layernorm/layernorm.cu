@@ -744,7 +744,10 @@ struct LayernormBulk {
 // 32768x768 / 65536x512: H200 bf16 94.2-94.5 / 88.5-89.0 / 69.9-70.1 against 93.4-93.6 /
 // 87.3-87.6 / 85.9-86.7, fp32 96.4-96.6 against 92.1-92.5 at 1K; H100 bf16 96.6-96.9 / 95.9-96.2
 // / 89.1-91.1 against 100.0-100.2 / 99.8-99.9 / 95.4-95.9 (kernels/rmsnorm/NOTES.md,
-// twenty-eighth session). Narrow rows leave most lanes idle: v4 there.
+// twenty-eighth session). Narrow rows leave most lanes idle: v4 there. One round of sums (x,
+// x^2) with the second only where one_pass_variance_ok turns it down, as the register rows do,
+// read level or lower: bf16 -0.1 to -0.2 at 1K, 0.0 to -0.7 at 768, fp16 -0.3 to -0.5 (H200,
+// three passes; NOTES, seventy-ninth session).
 // ---------------------------------------------------------------------------------------------
 
 constexpr int64_t kWarpRowsMaxCols = 1024;
