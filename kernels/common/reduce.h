@@ -183,40 +183,55 @@ __device__ __forceinline__ float warp_reduce_scatter(const float (&in)[K]) {
   return sum;
 }
 
-// team_reduce_sum (below) for K >= 4 sums, with far fewer instructions per thread: the warp's
-// sums scattered over its lanes (warp_reduce_scatter), then, past the barrier, lane L adds sum
-// L % K over the team's warps and every lane gathers the K totals from lanes 0..K-1 by
-// shuffles. Per thread, for 8 sums over 8 warps, ~60 instructions against ~160 (5 K shuffles
-// and adds, then all 8 x 8 entries read and added). Same contract and summation order in
-// every thread of a team, so all get bitwise the same sums. It pays where the arithmetic
-// bounds a kernel: same run, H200, bf16, polynorm_bwd 75.9 / 78.8% of the copy ceiling at 5120
-// / 16384 against 68.4 / 72.2, layernorm_bwd 79.7 against 75.7 at 5120; the H100 within ±1.5
-// (kernels/rmsnorm/NOTES.md, eleventh session). KBENCH_SCATTER_SUMS=0 keeps the plain
-// reduction (a knob for scripts/ab-flags.sh).
+// The power of two of sums a scattered reduction works on: K, or K padded with zero sums.
+__host__ __device__ constexpr int padded_sums(int k) {
+  int p = 1;
+  while (p < k) p *= 2;
+  return p;
+}
+
+// team_reduce_sum (below) for several sums at once, with far fewer instructions per thread: the
+// warp's sums scattered over its lanes (warp_reduce_scatter; K padded with zeros to a power of
+// two), then, past the barrier, lane L adds sum L % K over the team's warps and every lane
+// gathers the K totals from lanes 0..K-1 by shuffles. Per thread, for 8 sums over 8 warps, ~60
+// instructions against ~160 (5 K shuffles and adds, then all 8 x 8 entries read and added).
+// Same contract and summation order in every thread of a team, so all get bitwise the same
+// sums. It pays where the arithmetic bounds a kernel: same run, H200, bf16, polynorm_bwd 75.9 /
+// 78.8% of the copy ceiling at 5120 / 16384 against 68.4 / 72.2, layernorm_bwd 79.7 against
+// 75.7 at 5120; the H100 within ±1.5 (kernels/rmsnorm/NOTES.md, eleventh session).
+// team_reduce_sum takes it for 4, 8, ... sums (KBENCH_SCATTER_SUMS=0 keeps the plain reduction,
+// a knob for scripts/ab-flags.sh); polynorm's register rows call it for their three.
 #ifndef KBENCH_SCATTER_SUMS
 #define KBENCH_SCATTER_SUMS 1
 #endif
 template <int kTeam, int kBlock, int K>
 __device__ __forceinline__ RowSums<K> team_reduce_scatter_sum(const RowSums<K>& v, RowSums<K>* scratch) {
-  constexpr int kSpan = kWarpSize / K;  // lanes holding each sum after the scatter
+  constexpr int P = padded_sums(K);
+  static_assert(P <= kWarpSize, "at most a sum per lane");
+  constexpr int kSpan = kWarpSize / P;  // lanes holding each sum after the scatter
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const float mine = warp_reduce_scatter<K>(v.v);  // sum lane / kSpan of the warp
+  float in[P];
+#pragma unroll
+  for (int k = 0; k < P; ++k) in[k] = k < K ? v.v[k] : 0.f;
+  const float mine = warp_reduce_scatter<P>(in);  // sum lane / kSpan of the warp
   float total = mine;
   int source_stride = kSpan;  // lane j * source_stride holds total j
   if constexpr (kTeam > kWarpSize) {
     constexpr int kTeamWarps = kTeam / kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-    if (lane % kSpan == 0) scratch[warp].v[lane / kSpan] = mine;
+    if (lane % kSpan == 0 && (K == P || lane / kSpan < K)) scratch[warp].v[lane / kSpan] = mine;
     if constexpr (kBlock == 0) {
       __syncthreads();
     } else {
       team_barrier<kTeam, kBlock>();
     }
     const int first = warp / kTeamWarps * kTeamWarps;
-    const int k = lane % K;
-    total = scratch[first].v[k];
+    const int k = lane % P;
+    if (K == P || k < K) {  // a padded sum's lanes read nothing (and are never gathered)
+      total = scratch[first].v[k];
 #pragma unroll
-    for (int i = 1; i < kTeamWarps; ++i) total += scratch[first + i].v[k];
+      for (int i = 1; i < kTeamWarps; ++i) total += scratch[first + i].v[k];
+    }
     source_stride = 1;
   }
   RowSums<K> out;

@@ -62,59 +62,6 @@ __device__ __forceinline__ RowSums<K> zero_sums() {
   return s;
 }
 
-// The scattered form of team_sums (below): the warp's K sums scattered over its lanes
-// (reduce.h's warp_reduce_scatter, K padded with zeros to a power of two P), so each lane adds
-// one sum, not K; past the barrier, lane i adds sum i mod P over the team's warps by a
-// butterfly across the lanes that hold that sum; every lane then gathers the K totals from
-// lanes 0..K-1. For three sums over 2 warps about 26 instructions per thread against about 40,
-// over 8 warps about 30 against 50 (counted by hand). Every warp of a team reads the same
-// entries in the same lanes, so all its threads get bitwise the same sums. Only polynorm's
-// 16-bit register rows take it (polynorm_fwd_regs, kScattersFwdSums).
-__host__ __device__ constexpr int padded_sums(int k) {
-  int p = 2;
-  while (p < k) p *= 2;
-  return p;
-}
-
-template <int kTeam, int K>
-__device__ __forceinline__ RowSums<K> team_sums_scattered(const RowSums<K>& s, RowSums<K>* scratch) {
-  constexpr int P = padded_sums(K);
-  static_assert(P <= kWarpSize);
-  constexpr int kSpan = kWarpSize / P;  // lanes holding each sum after the scatter
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  float in[P];
-#pragma unroll
-  for (int k = 0; k < P; ++k) in[k] = k < K ? s.v[k] : 0.f;
-  const float mine = warp_reduce_scatter<P>(in);  // sum lane / kSpan of this warp
-  RowSums<K> out;
-  if constexpr (kTeam == kWarpSize) {
-#pragma unroll
-    for (int j = 0; j < K; ++j) out.v[j] = shfl(mine, j * kSpan);
-  } else {
-    constexpr int kTeamWarps = kTeam / kWarpSize;
-    constexpr int kEntries = kTeamWarps * P;  // (warp, sum) pairs of the team
-    constexpr int kButterfly = kEntries < kWarpSize ? kEntries : kWarpSize;
-    constexpr int kReads = kEntries / kButterfly;  // entries each lane adds before the butterfly
-    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-    if (lane % kSpan == 0 && lane / kSpan < K) scratch[warp].v[lane / kSpan] = mine;
-    __syncthreads();
-    const int first = warp / kTeamWarps * kTeamWarps;
-    const int k = lane % P;
-    const int group = lane % kButterfly / P;  // the warps this lane reads: group + r * kButterfly / P
-    float total = 0.f;
-    if (k < K) {
-      total = scratch[first + group].v[k];
-#pragma unroll
-      for (int r = 1; r < kReads; ++r) total += scratch[first + group + r * (kButterfly / P)].v[k];
-    }
-#pragma unroll
-    for (int mask = P; mask < kButterfly; mask *= 2) total += shfl_xor(total, mask);
-#pragma unroll
-    for (int j = 0; j < K; ++j) out.v[j] = shfl(total, j);
-  }
-  return out;
-}
-
 // team_reduce_sum (reduce.h) for K sums at once, with the cross-warp step done by shuffles:
 // after the one barrier, lane i of each warp reads warp (i mod kTeamWarps)'s sums and a
 // butterfly over kTeamWarps lanes adds them, rather than every thread reading all kTeamWarps
@@ -123,7 +70,8 @@ __device__ __forceinline__ RowSums<K> team_sums_scattered(const RowSums<K>& s, R
 // calls it (block-uniform control flow), callers alternate between two scratch buffers of
 // blockDim.x / kWarpSize entries, and all threads of a team get bitwise the same sums.
 // (A candidate for kernels/common/reduce.h.)
-// kScattered: team_sums_scattered (above) for teams of a power of two of warps.
+// kScattered: reduce.h's team_reduce_scatter_sum instead (the K sums scattered over the warp's
+// lanes, padded to a power of two), for teams of a power of two of warps.
 template <int kTeam, bool kScattered = false, int K>
 __device__ __forceinline__ RowSums<K> team_sums(RowSums<K> s, RowSums<K>* scratch) {
   static_assert(kTeam % kWarpSize == 0, "a team is a whole number of warps");
@@ -133,7 +81,7 @@ __device__ __forceinline__ RowSums<K> team_sums(RowSums<K> s, RowSums<K>* scratc
     // reduction, every thread adding the few entries in order.
     return team_reduce_sum_plain<kTeam, 0>(s, scratch);
   } else if constexpr (kScattered) {
-    return team_sums_scattered<kTeam>(s, scratch);
+    return team_reduce_scatter_sum<kTeam, 0, K>(s, scratch);
   } else {
     s = warp_reduce_sum(s);
     if constexpr (kTeam == kWarpSize) {
@@ -523,7 +471,7 @@ void launch_fwd_v1(const FwdParams<T>& p, gpuStream_t stream) {
 // holding both, one block per SM, for 16385..32768 bf16.
 // =============================================================================================
 
-// Which register rows add their team's sums in the scattered form (team_sums_scattered):
+// Which register rows add their team's sums in the scattered form (team_sums' kScattered):
 // KBENCH_POLYNORM_SCATTER_SUMS 1 (the default) polynorm's 16-bit rows of two-warp teams
 // (1025-2048 bf16), 2 every 16-bit team of a power of two of warps, 0 none (knobs for
 // scripts/ab-flags.sh). v3, points of the copy ceiling, three passes in one call on each of two
@@ -533,6 +481,9 @@ void launch_fwd_v1(const FwdParams<T>& p, gpuStream_t stream) {
 // so those keep the plain butterflies; fitted teams (3-6 warps) summed the same way read -0.5 to
 // +1.0, as much as unchanged kernels moved in the same runs. Not fused_mul_polynorm's rows (-3.6
 // at 2K in its one pass), nor fp32's (whose 4-pack kernels spill 8 bytes at 40 registers with it).
+// Those numbers are for this file's own cross-warp step (a butterfly over the lanes); the
+// eightieth session moved the rows to reduce.h's (each lane adds its sum over the team's warps),
+// level for v3 (-0.7 to +0.7 at 1536-2048 bf16), v2 -0.4 on average. `=2` is unmeasured in it.
 #ifndef KBENCH_POLYNORM_SCATTER_SUMS
 #define KBENCH_POLYNORM_SCATTER_SUMS 1
 #endif
