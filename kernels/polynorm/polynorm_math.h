@@ -481,9 +481,10 @@ void launch_fwd_v1(const FwdParams<T>& p, gpuStream_t stream) {
 // so those keep the plain butterflies; fitted teams (3-6 warps) summed the same way read -0.5 to
 // +1.0, as much as unchanged kernels moved in the same runs. Not fused_mul_polynorm's rows (-3.6
 // at 2K in its one pass), nor fp32's (whose 4-pack kernels spill 8 bytes at 40 registers with it).
-// Those numbers are for this file's own cross-warp step (a butterfly over the lanes); the
-// eightieth session moved the rows to reduce.h's (each lane adds its sum over the team's warps),
-// level for v3 (-0.7 to +0.7 at 1536-2048 bf16), v2 -0.4 on average. `=2` is unmeasured in it.
+// Those numbers are for a cross-warp step by a butterfly over the lanes; the eightieth session
+// moved the rows to reduce.h's (each lane adds its sum over the team's warps): level for v3
+// (-0.7 to +0.7 at 1536-2048 bf16), v2 -0.4 on average; `=2` in that form level for v3 at 1K-16K
+// (-0.6 to +0.8), v2 +0.6 / +1.0 at 4K / 8K, -0.3 at 16K (v3 leads v2 by 2-5 there).
 #ifndef KBENCH_POLYNORM_SCATTER_SUMS
 #define KBENCH_POLYNORM_SCATTER_SUMS 1
 #endif
