@@ -192,8 +192,8 @@ __host__ __device__ constexpr int padded_sums(int k) {
 
 // team_reduce_sum (below) for several sums at once, with far fewer instructions per thread: the
 // warp's sums scattered over its lanes (warp_reduce_scatter; K padded with zeros to a power of
-// two), then, past the barrier, lane L adds sum L % K over the team's warps and every lane
-// gathers the K totals from lanes 0..K-1 by shuffles. Per thread, for 8 sums over 8 warps, ~60
+// two P), then, past the barrier, lane L adds sum L % P over the team's warps (nothing where
+// that is a padded sum) and every lane gathers the K totals from lanes 0..K-1 by shuffles. Per thread, for 8 sums over 8 warps, ~60
 // instructions against ~160 (5 K shuffles and adds, then all 8 x 8 entries read and added).
 // Same contract and summation order in every thread of a team, so all get bitwise the same
 // sums. It pays where the arithmetic bounds a kernel: same run, H200, bf16, polynorm_bwd 75.9 /
