@@ -193,12 +193,13 @@ __host__ __device__ constexpr int padded_sums(int k) {
 // team_reduce_sum (below) for several sums at once, with far fewer instructions per thread: the
 // warp's sums scattered over its lanes (warp_reduce_scatter; K padded with zeros to a power of
 // two P), then, past the barrier, lane L adds sum L % P over the team's warps (nothing where
-// that is a padded sum) and every lane gathers the K totals from lanes 0..K-1 by shuffles. Per thread, for 8 sums over 8 warps, ~60
-// instructions against ~160 (5 K shuffles and adds, then all 8 x 8 entries read and added).
-// Same contract and summation order in every thread of a team, so all get bitwise the same
-// sums. It pays where the arithmetic bounds a kernel: same run, H200, bf16, polynorm_bwd 75.9 /
-// 78.8% of the copy ceiling at 5120 / 16384 against 68.4 / 72.2, layernorm_bwd 79.7 against
-// 75.7 at 5120; the H100 within ±1.5 (kernels/rmsnorm/NOTES.md, eleventh session).
+// that is a padded sum) and every lane gathers the K totals from lanes 0..K-1 by shuffles.
+// Per thread, for 8 sums over 8 warps, ~60 instructions against ~160 (5 K shuffles and adds,
+// then all 8 x 8 entries read and added). Same contract and summation order in every thread of
+// a team, so all get bitwise the same sums. It pays where the arithmetic bounds a kernel: same
+// run, H200, bf16, polynorm_bwd 75.9 / 78.8% of the copy ceiling at 5120 / 16384 against 68.4 /
+// 72.2, layernorm_bwd 79.7 against 75.7 at 5120; the H100 within ±1.5 (kernels/rmsnorm/NOTES.md,
+// eleventh session).
 // team_reduce_sum takes it for 4, 8, ... sums (KBENCH_SCATTER_SUMS=0 keeps the plain reduction,
 // a knob for scripts/ab-flags.sh); polynorm's register rows call it for their three.
 #ifndef KBENCH_SCATTER_SUMS

@@ -491,7 +491,8 @@ void launch_fwd_v1(const FwdParams<T>& p, gpuStream_t stream) {
 template <class T, bool kHasMul, int kTeam>
 constexpr bool kScattersFwdSums =
     !kHasMul && sizeof(T) == 2 && is_power_of_two(kTeam / kWarpSize) &&
-    (KBENCH_POLYNORM_SCATTER_SUMS == 2 || (KBENCH_POLYNORM_SCATTER_SUMS == 1 && kTeam == 2 * kWarpSize));
+    (KBENCH_POLYNORM_SCATTER_SUMS == 2 ||
+     (KBENCH_POLYNORM_SCATTER_SUMS == 1 && kTeam == 2 * kWarpSize));
 
 template <class T, bool kHasMul, int kBlock, int kTeam, int kPacks, int kMinBlocks, bool kVector>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) polynorm_fwd_regs(FwdParams<T> p) {
