@@ -200,13 +200,29 @@ __host__ __device__ constexpr int padded_sums(int k) {
 // run, H200, bf16, polynorm_bwd 75.9 / 78.8% of the copy ceiling at 5120 / 16384 against 68.4 /
 // 72.2, layernorm_bwd 79.7 against 75.7 at 5120; the H100 within ±1.5 (kernels/rmsnorm/NOTES.md,
 // eleventh session).
-// team_reduce_sum takes it for 4, 8, ... sums (KBENCH_SCATTER_SUMS=0 keeps the plain reduction,
-// a knob for scripts/ab-flags.sh); polynorm's register rows call it for their three.
+// With one or two sums (P <= KBENCH_SCATTER_CROSS) a lane would add a whole team's entries in
+// one chain (16 at 512 threads), so there the lanes holding sum k share them, one entry each
+// (kReads where the team has more warps than a warp has such lanes), and a butterfly over those
+// lanes adds the shares. H200, bf16, two calls: layernorm +1.3 to +1.9 at 8K, +0.4 to +1.1 at
+// 16K, -0.7 to +0.8 elsewhere; float2 with every lane adding all its entries instead lost 0.8-2.1
+// at 8K / 16K (means of three). With 4 or 8 sums the chains are short and the butterfly lost:
+// fused_mul_polynorm_bwd -1.1 at 32K, fused_mul_polynorm's register rows -1.5 at 4K (eighty-first
+// session, NOTES).
+// team_reduce_sum takes it for float2, float4 and RowSums of 2 or more sums, the plain reduction
+// for a single float (so does staged_rows.cuh for a float2 holding one sum: kOneSum); polynorm's
+// register rows call it for their three. Lab knobs for scripts/ab-flags.sh:
+// KBENCH_SCATTER_SUMS=0 keeps the plain reduction everywhere, =1 scatters only 4, 8, ... sums
+// (float2 plain), =3 single floats too (with the butterfly: rmsnorm's register rows -4 to -5 at
+// 4K / 16K); KBENCH_SCATTER_CROSS=0 never takes the butterfly, =8 takes it for 4 and 8 sums too.
 #ifndef KBENCH_SCATTER_SUMS
-#define KBENCH_SCATTER_SUMS 1
+#define KBENCH_SCATTER_SUMS 2
+#endif
+#ifndef KBENCH_SCATTER_CROSS
+#define KBENCH_SCATTER_CROSS 2
 #endif
 template <int kTeam, int kBlock, int K>
-__device__ __forceinline__ RowSums<K> team_reduce_scatter_sum(const RowSums<K>& v, RowSums<K>* scratch) {
+__device__ __forceinline__ RowSums<K> team_reduce_scatter_sum(const RowSums<K>& v,
+                                                        RowSums<K>* scratch) {
   constexpr int P = padded_sums(K);
   static_assert(P <= kWarpSize, "at most a sum per lane");
   constexpr int kSpan = kWarpSize / P;  // lanes holding each sum after the scatter
@@ -228,7 +244,19 @@ __device__ __forceinline__ RowSums<K> team_reduce_scatter_sum(const RowSums<K>& 
     }
     const int first = warp / kTeamWarps * kTeamWarps;
     const int k = lane % P;
-    if (K == P || k < K) {  // a padded sum's lanes read nothing (and are never gathered)
+    if constexpr (P <= KBENCH_SCATTER_CROSS && is_power_of_two(kTeamWarps)) {
+      constexpr int kSharers = kTeamWarps < kSpan ? kTeamWarps : kSpan;  // lanes per sum
+      constexpr int kReads = kTeamWarps / kSharers;
+      const int share = lane / P % kSharers;  // warps share, share + kSharers, ...
+      total = 0.f;  // a padded sum's lanes read nothing (and are never gathered)
+      if (K == P || k < K) {
+        total = scratch[first + share].v[k];
+#pragma unroll
+        for (int i = 1; i < kReads; ++i) total += scratch[first + share + i * kSharers].v[k];
+      }
+#pragma unroll
+      for (int mask = P; mask < P * kSharers; mask *= 2) total += shfl_xor(total, mask);
+    } else if (K == P || k < K) {  // every entry in turn: 4 or more sums, or a fitted team
       total = scratch[first].v[k];
 #pragma unroll
       for (int i = 1; i < kTeamWarps; ++i) total += scratch[first + i].v[k];
@@ -245,7 +273,7 @@ __device__ __forceinline__ RowSums<K> team_reduce_scatter_sum(const RowSums<K>& 
 // waits at its own barrier (team_barrier), so the teams of a block need not call together and
 // one team's sums wait while another team computes; only the teams' loops must agree on the
 // number of calls (HIP's fallback is a block barrier). team_reduce_sum takes the scattered
-// reduction above for float4 and RowSums of 4, 8, ... sums, the plain one below otherwise.
+// reduction above for two or more sums, the plain one below for one.
 template <int kTeam, int kBlock, class V>
 __device__ __forceinline__ V team_reduce_sum_plain(V v, V* scratch) {
   static_assert(kTeam % kWarpSize == 0, "a team is a whole number of warps");
@@ -269,15 +297,21 @@ __device__ __forceinline__ V team_reduce_sum_plain(V v, V* scratch) {
   }
 }
 
-// How many sums of V the scattered reduction takes: float4's 4, RowSums' K where K is a power of
-// two of at least 4; 0 (the plain reduction) otherwise or with KBENCH_SCATTER_SUMS=0.
+// How many sums of V the scattered reduction takes: float2's 2, float4's 4, RowSums' K where K is
+// at least 2; 0 (the plain reduction) for a single float. KBENCH_SCATTER_SUMS (above) moves the
+// line.
 template <class V>
 __host__ __device__ constexpr int scattered_sums() {
   if constexpr (!KBENCH_SCATTER_SUMS) {
     return 0;
   } else if constexpr (std::is_same_v<V, float4>) {
     return 4;
+  } else if constexpr (KBENCH_SCATTER_SUMS >= 2 && std::is_same_v<V, float2>) {
+    return 2;
+  } else if constexpr (KBENCH_SCATTER_SUMS >= 3 && std::is_same_v<V, float>) {
+    return 1;
   } else if constexpr (is_row_sums_v<V>) {
+    if constexpr (KBENCH_SCATTER_SUMS >= 2) return V::kCount >= 2 ? V::kCount : 0;
     return V::kCount >= 4 && is_power_of_two(V::kCount) ? V::kCount : 0;
   } else {
     return 0;
@@ -292,6 +326,14 @@ __device__ __forceinline__ V team_reduce_sum(V v, V* scratch) {
     const RowSums<4> s = team_reduce_scatter_sum<kTeam, kBlock, 4>(
         RowSums<4>{{v.x, v.y, v.z, v.w}}, reinterpret_cast<RowSums<4>*>(scratch));
     return make_float4(s.v[0], s.v[1], s.v[2], s.v[3]);
+  } else if constexpr (std::is_same_v<V, float2>) {
+    const RowSums<2> s = team_reduce_scatter_sum<kTeam, kBlock, 2>(
+        RowSums<2>{{v.x, v.y}}, reinterpret_cast<RowSums<2>*>(scratch));
+    return make_float2(s.v[0], s.v[1]);
+  } else if constexpr (std::is_same_v<V, float>) {
+    return team_reduce_scatter_sum<kTeam, kBlock, 1>(RowSums<1>{{v}},
+                                                     reinterpret_cast<RowSums<1>*>(scratch))
+        .v[0];
   } else {
     return team_reduce_scatter_sum<kTeam, kBlock, V::kCount>(v, scratch);
   }

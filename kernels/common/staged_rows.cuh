@@ -103,6 +103,10 @@
 //                                               over two stages (staged_config.h's kSplitRows)
 //   kScatterFold  (optional; backwards)         true: the teams' column gradients summed with
 //                                               the work spread over every team (scatter_fold)
+//   kOneSum  (optional)                         true: Sums is a float2 of which only .x is
+//                                               used (rmsnorm's forwards; the cluster sends
+//                                               move 8 bytes), so the team reduces it plainly
+//                                               (team_sum_of)
 //   row_total(stats)  (optional)                a float4 per row summed over all rows (polynorm's
 //                                               dw and db: scalar gradients); with it
 //   finish_totals(p, totals, count, stream, overlap)  host: adds the kernel's `count` float4
@@ -222,6 +226,19 @@ constexpr bool grid_rows_for() {
     return Op::kGridRows || KBENCH_GRID_ROWS == 2;
   } else {
     return kTeams >= 4 || KBENCH_GRID_ROWS == 2;
+  }
+}
+
+// A row's sums over a team: reduce.h's team_reduce_sum, which scatters two or more sums over
+// the lanes, or, for ops whose float2 carries one sum (kOneSum), the plain reduction, where the
+// compiler drops the unused .y: scattered, the dead sum is reduced too, and rmsnorm's staged
+// forward measured -0.3 to -2.0 at 16K / 32K (H200, bf16, eighty-first session).
+template <class Op, int kTeam, int kBlock, class V>
+__device__ __forceinline__ V team_sum_of(V v, V* scratch) {
+  if constexpr (KBENCH_POLICY_OPTION(kOneSum, false)) {
+    return team_reduce_sum_plain<kTeam, kBlock>(v, scratch);
+  } else {
+    return team_reduce_sum<kTeam, kBlock>(v, scratch);
   }
 }
 
@@ -958,19 +975,19 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       return cluster_wait_sum(cluster_sums, team, call);
     }
   };
-  // The team's sums of a row: over the team (team_reduce_sum), then over the row's blocks, each
+  // The team's sums of a row: over the team (team_sum_of), then over the row's blocks, each
   // call numbered in `calls`: row_sum does both; pipelined rows split the blocks' part into
   // send_sum (returns the call's number) and, later, wait_for_row_blocks. Every thread of the
   // team calls these; the other teams of the block need not (each team waits at its own
   // barrier), but all make the same calls.
   uint32_t calls = 0;
   const auto send_sum = [&](Sums v) {
-    v = team_reduce_sum<kTeam, kBlock>(v, scratch[calls & 1]);
+    v = team_sum_of<Op, kTeam, kBlock>(v, scratch[calls & 1]);
     send_to_row_blocks(v, calls);
     return calls++;
   };
   const auto row_sum = [&](Sums v) {
-    v = team_reduce_sum<kTeam, kBlock>(v, scratch[calls & 1]);
+    v = team_sum_of<Op, kTeam, kBlock>(v, scratch[calls & 1]);
     if constexpr (kCluster > 1) {
       send_to_row_blocks(v, calls);
       v = wait_for_row_blocks(calls);

@@ -290,6 +290,7 @@ struct RmsnormFwdStaged {
   using Params = FwdParams<T>;
   using Held = Vec16<T>;               // w
   using Sums = float2;
+  static constexpr bool kOneSum = true;  // sum x^2 in .x
   static constexpr int kStaged = 1;    // x
   static constexpr int kPacks = staged_rows::kForwardPacks;
   // No split rows for rmsnorm itself (fused_add_rmsnorm, two staged tensors, has them): at 16
