@@ -112,11 +112,11 @@ __device__ __forceinline__ float block_reduce_sum(float v, float* scratch) {
 // A "team" is kTeam consecutive threads of a block (one warp, several warps, or the whole
 // block) that share one row. team_reduce_sum gives every thread of a team the team's sum.
 // One warp needs shuffles only; a larger team adds one barrier, so EVERY thread of the block
-// must call it (block-uniform control flow), or with kBlock (below) every thread of the team. `scratch` holds blockDim.x / kWarpSize values of
-// shared memory. Callers alternate between two scratch buffers from one call to the next, so
-// one barrier per call suffices: a buffer is rewritten only after the following call's
-// barrier, which every reader of it has passed. The summation order is fixed, so all threads
-// of a team get bitwise the same result.
+// must call it (block-uniform control flow), or with kBlock (below) every thread of the team.
+// `scratch` holds blockDim.x / kWarpSize values of shared memory. Callers alternate between two
+// scratch buffers from one call to the next, so one barrier per call suffices: a buffer is
+// rewritten only after the following call's barrier, which every reader of it has passed. The
+// summation order is fixed, so all threads of a team get bitwise the same result.
 __device__ __forceinline__ void add_to(float& acc, float v) { acc += v; }
 __device__ __forceinline__ void add_to(float2& acc, float2 v) {
   acc.x += v.x;
@@ -222,7 +222,7 @@ __host__ __device__ constexpr int padded_sums(int k) {
 #endif
 template <int kTeam, int kBlock, int K>
 __device__ __forceinline__ RowSums<K> team_reduce_scatter_sum(const RowSums<K>& v,
-                                                        RowSums<K>* scratch) {
+                                                              RowSums<K>* scratch) {
   constexpr int P = padded_sums(K);
   static_assert(P <= kWarpSize, "at most a sum per lane");
   constexpr int kSpan = kWarpSize / P;  // lanes holding each sum after the scatter
